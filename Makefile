@@ -1,0 +1,59 @@
+# The README's two commands: `make play` and `make test`. Each does all set-up it needs.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.kgagent-installed
+ARCH := $(shell uname -m)
+# torch/torchvision pairs that import together (2.13.0 + PyPI torchvision does not).
+ifeq ($(ARCH),aarch64)
+TORCH := torch==2.9.1 torchvision==0.24.1
+else
+TORCH := torch==2.14.1 torchvision==0.29.1
+endif
+# Debian packages the desktop tests use: a real X server, window tools, and programs no one here wrote.
+APT_PACKAGES := xvfb xdotool x11-apps x11-utils xterm
+
+.PHONY: play test setup system-deps lint format bench clean
+
+play: $(STAMP)
+	$(BIN)/kgagent play
+
+test: system-deps $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+	KGAGENT_ENGINE=kuzu $(BIN)/python -m pytest -q tests/memory tests/cli tests/agent
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH) 2>&1 | grep -v "^WARNING: Location" || true
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v "^WARNING: Location" || true
+	$(BIN)/python -c "import kgagent, torch, torchvision, open_clip, lancedb" 
+	touch $(STAMP)
+
+system-deps:
+	@missing=0; for b in Xvfb xdotool xcalc xterm xwininfo; do command -v $$b >/dev/null || missing=1; done; \
+	if [ $$missing = 1 ]; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  echo "installing Debian packages: $(APT_PACKAGES)"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
+	fi
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/memory_scale.py
+	$(BIN)/python benchmarks/random_baseline.py
+	$(BIN)/python benchmarks/perception.py
+	$(BIN)/python benchmarks/learning.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,69 @@
+// name: state_get
+// One state node.
+MATCH (s:State {id: $state})
+RETURN s.id AS id, s.feature_rev AS feature_rev, s.visits AS visits,
+       s.first_seen AS first_seen, s.last_seen AS last_seen, s.thumbnail AS thumbnail;
+
+// name: state_revisions
+// Every state with the feature revision the graph committed (vector consistency).
+MATCH (s:State) RETURN s.id AS id, s.feature_rev AS feature_rev;
+
+// name: state_create
+CREATE (s:State {id: $state, feature_rev: $rev, visits: 1, first_seen: $now,
+                 last_seen: $now, thumbnail: $thumbnail, mcts: ''})
+RETURN s.id AS id;
+
+// name: state_merge_visit
+// An observation merged into an existing state: count the visit, commit its new feature revision.
+MATCH (s:State {id: $state})
+SET s.visits = s.visits + 1, s.last_seen = $now, s.feature_rev = $rev
+RETURN s.visits AS visits;
+
+// name: similar_of
+// Similarity edges of one state (undirected).
+MATCH (s:State {id: $state})-[e:SIMILAR]-(u:State)
+RETURN u.id AS id, e.weight AS weight;
+
+// name: similar_create
+MATCH (a:State {id: $a}), (b:State {id: $b})
+CREATE (a)-[:SIMILAR {weight: $weight}]->(b);
+
+// name: similar_set_weight
+MATCH (a:State {id: $a})-[e:SIMILAR]-(b:State {id: $b})
+SET e.weight = $weight;
+
+// name: similar_delete
+MATCH (a:State {id: $a})-[e:SIMILAR]-(b:State {id: $b})
+DELETE e;
+
+// name: neighbourhood
+// Eq. 2: the state and every state joined to it by a similarity edge.
+MATCH (v:State {id: $state})
+RETURN v.id AS id, 1.0 AS weight
+UNION ALL
+MATCH (v:State {id: $state})-[e:SIMILAR]-(u:State)
+RETURN u.id AS id, e.weight AS weight;
+
+// name: hq_candidates
+// Eq. 3: skills on outgoing skill edges of the neighbourhood of experience, best edge first.
+MATCH (v:State {id: $state})-[:SIMILAR*0..1]-(u:State)-[e:SKILL_EDGE]->(w:State)
+RETURN e.skill AS skill, e.weight AS weight, u.id AS from_state, w.id AS to_state
+ORDER BY weight DESC, skill, from_state, to_state;
+
+// name: state_potential
+// Eq. 10: V_S(v) = sum of the weights of v's outgoing skill edges.
+MATCH (v:State {id: $state})
+OPTIONAL MATCH (v)-[e:SKILL_EDGE]->(:State)
+RETURN v.id AS id, coalesce(sum(e.weight), 0.0) AS potential;
+
+// name: state_mcts_get
+MATCH (s:State {id: $state}) RETURN s.mcts AS mcts;
+
+// name: state_mcts_put
+MATCH (s:State {id: $state}) SET s.mcts = $tree;
+
+// name: recent_states
+// The most recently seen states.
+MATCH (s:State)
+RETURN s.id AS id, s.visits AS visits, s.first_seen AS first_seen, s.last_seen AS last_seen
+ORDER BY s.last_seen DESC LIMIT $limit;
