@@ -25,6 +25,7 @@ import numpy as np
 TABLE = "states"
 #: Below this many vectors a single matrix scan is fastest; above it, partitions.
 PARTITION_MIN = 4096
+ROWS_PER_PARTITION = 48
 
 
 def normalize(v: np.ndarray) -> np.ndarray:
@@ -153,6 +154,11 @@ class ExactIndex:
         nearest = int(np.argmax(cc))
         if nearest not in candidates:
             candidates = np.append(candidates, nearest)
+        if sum(len(self._members[p]) for p in candidates) > self._n // 2:
+            rows = np.arange(self._n)
+            sims = self._m[: self._n] @ q
+            sims[~self._alive[: self._n]] = -2.0
+            return rows, sims
         parts = [self._rows_of(p) for p in candidates]
         rows = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         if len(rows) == 0:
@@ -166,7 +172,8 @@ class ExactIndex:
             # Some unvisited partition could still hold a better best match:
             # visit every partition whose bound beats the best found.
             more = np.nonzero(bound > float(sims.max()))[0]
-            extra = [p for p in more if p not in set(candidates.tolist())]
+            seen = set(candidates.tolist())
+            extra = [p for p in more if p not in seen]
             if extra:
                 xr = np.concatenate([self._rows_of(p) for p in extra])
                 xs = self._m[xr] @ q
@@ -183,21 +190,22 @@ class ExactIndex:
         return arr
 
     # ---------------------------------------------------------- partitions
-    def rebuild(self, iterations: int = 4) -> None:
+    def rebuild(self, iterations: int = 4, sample: int = 16384) -> None:
         rows = np.nonzero(self._alive[: self._n])[0]
         n = len(rows)
         if n < PARTITION_MIN:
             self._centroids = None
             return
-        k = max(8, int(math.sqrt(n)))
+        # Small partitions keep the radius bound tight; centroids are trained on a sample.
+        k = max(8, n // ROWS_PER_PARTITION)
         rng = np.random.default_rng(self._seed)
         data = self._m[rows]
-        cent = data[rng.choice(n, size=k, replace=False)].copy()
-        assign = np.zeros(n, dtype=np.int64)
+        train = data[rng.choice(n, size=min(n, max(sample, 4 * k)), replace=False)]
+        cent = train[rng.choice(len(train), size=k, replace=False)].copy()
         for _ in range(iterations):
-            assign = self._nearest(data, cent)
+            assign = self._nearest(train, cent)
             sums = np.zeros_like(cent)
-            np.add.at(sums, assign, data)
+            np.add.at(sums, assign, train)
             norms = np.linalg.norm(sums, axis=1, keepdims=True)
             empty = norms[:, 0] == 0
             sums[~empty] /= norms[~empty]
@@ -211,8 +219,7 @@ class ExactIndex:
         self._radius_cos = radius
         self._members = [[] for _ in range(k)]
         self._partition_of = {}
-        order = np.argsort(assign, kind="stable")
-        for idx in order:
+        for idx in np.argsort(assign, kind="stable"):
             p = int(assign[idx])
             r = int(rows[idx])
             self._members[p].append(r)

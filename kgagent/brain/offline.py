@@ -1,0 +1,256 @@
+"""The offline brain: every VLM role from visual signals alone, no language model.
+
+Why it exists: most machines have no model endpoint, yet ``kgagent play`` must
+work on a fresh one (SPEC "The offline brain"). Every answer here is computed
+from what the agent already measures — the visual change Δ, whether a state is
+new, and the state encoder's unit features — so it is deterministic, free, and
+knows nothing about any particular program.
+
+Role by role (thresholds are :class:`~kgagent.config.BrainConfig` fields):
+
+* ``describe_skill``: meaningful iff something changed (Δ > ``offline_min_change``,
+  or the after-state differs from the before-state, or it is new to the graph).
+  The name is the operations, the kind of effect, and a short hash of both;
+  the description states the measured effect.
+* ``evaluate``: progressive iff the after-state was not visited earlier in the
+  episode and something changed. Consistent iff the feature change
+  (after − before) points the same way as the mean of the skill's newest
+  ``offline_effect_window`` past effects (cosine ≥ ``offline_consistency_cos``);
+  with no usable past effect, consistent iff something changed.
+* ``choose_cluster``: the cluster with the highest cosine between the current
+  feature and any of its states' features, if ≥ ``offline_cluster_cos``.
+* ``refine_skill``: the description rewritten from the latest measurement;
+  ``None`` when nothing was measured or the text would not change.
+* ``cluster_skills``: each skill's mean source-state feature is matched to the
+  existing clusters (max cosine over their states, ≥ ``offline_cluster_cos``),
+  else to new clusters opened earlier in the same call, else it opens a new one.
+  Skills without source features each open their own cluster.
+
+Ties are broken by id, never by input order or chance, so the seed does not
+change any answer; it is accepted for the same constructor as other brains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+from kgagent.actions import Operation
+from kgagent.brain.base import (
+    Brain,
+    ClusterAssignment,
+    ClusterView,
+    Judgement,
+    SkillText,
+    SkillView,
+    Transition,
+    View,
+)
+from kgagent.brain.prompts import operations_text
+from kgagent.config import BrainConfig
+
+_EPS = 1e-9
+
+
+def _unit(v: np.ndarray | None) -> np.ndarray | None:
+    """``v`` normalised, or ``None`` when it is missing, zero or not finite."""
+    if v is None:
+        return None
+    a = np.asarray(v, dtype=np.float64).ravel()
+    n = float(np.linalg.norm(a))
+    if a.size == 0 or not np.isfinite(n) or n < _EPS:
+        return None
+    return a / n
+
+
+def _unit_rows(x: np.ndarray | None, dim: int) -> np.ndarray | None:
+    """The usable rows of a (k, dim) feature array, each normalised; ``None`` if none."""
+    if x is None:
+        return None
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 1:
+        a = a[None, :]
+    if a.ndim != 2 or a.shape[0] == 0 or a.shape[1] != dim:
+        return None
+    norms = np.linalg.norm(a, axis=1)
+    keep = np.isfinite(norms) & (norms > _EPS)
+    if not keep.any():
+        return None
+    return a[keep] / norms[keep, None]
+
+
+def _mean_unit(x: np.ndarray | None) -> np.ndarray | None:
+    """The normalised mean of a feature array's rows (its "centre" direction)."""
+    if x is None:
+        return None
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim == 1:
+        return _unit(a)
+    if a.ndim != 2 or a.shape[0] == 0:
+        return None
+    rows = _unit_rows(a, a.shape[1])
+    return None if rows is None else _unit(rows.mean(axis=0))
+
+
+def _short_hash(*parts: str) -> str:
+    return hashlib.sha1("|".join(parts).encode("utf-8")).hexdigest()[:6]
+
+
+class OfflineBrain(Brain):
+    """Deterministic, game-agnostic stand-in for the VLM (see the module docstring)."""
+
+    name = "offline"
+
+    def __init__(self, cfg: BrainConfig | None = None, *, seed: int = 0) -> None:
+        super().__init__()
+        self.cfg = cfg or BrainConfig()
+        self.seed = seed
+
+    # ---------------------------------------------------------------- signals
+    def _changed(self, tr: Transition) -> bool:
+        """Something happened: visible change, another state, or a new one."""
+        return (
+            tr.change > self.cfg.offline_min_change
+            or tr.new_in_graph
+            or tr.before.state_id != tr.after.state_id
+        )
+
+    @staticmethod
+    def _where(tr: Transition) -> str:
+        if tr.new_in_graph:
+            return "new screen"
+        if tr.before.state_id != tr.after.state_id:
+            return "known screen"
+        return "same screen"
+
+    @staticmethod
+    def _effect(tr: Transition) -> np.ndarray | None:
+        a = np.asarray(tr.after.feature, dtype=np.float64).ravel()
+        b = np.asarray(tr.before.feature, dtype=np.float64).ravel()
+        return a - b if a.shape == b.shape else None
+
+    def _consistency(self, skill: SkillView, tr: Transition) -> tuple[bool, float | None, int]:
+        """(consistent, cosine or None, number of past effects used)."""
+        effect = self._effect(tr)
+        dim = effect.size if effect is not None else -1
+        past = [
+            np.asarray(e, dtype=np.float64).ravel()
+            for e in skill.past_effects[-self.cfg.offline_effect_window :]
+        ]
+        past = [e for e in past if e.size == dim]
+        mean = _unit(np.mean(past, axis=0)) if past else None
+        if mean is None:  # no expectation yet: any real change is "as described"
+            return self._changed(tr), None, len(past)
+        e = _unit(effect)
+        if e is None:  # the skill is known to move the features, and this time it did not
+            return False, 0.0, len(past)
+        cos = float(e @ mean)
+        return cos >= self.cfg.offline_consistency_cos, cos, len(past)
+
+    # ------------------------------------------------------------------ roles
+    def describe_skill(self, operations: list[Operation], tr: Transition) -> SkillText | None:
+        self.usage.calls += 1
+        if not self._changed(tr):
+            return None  # SPEC: operations that change nothing are never kept
+        ops = operations_text(operations)
+        tag = _short_hash(
+            json.dumps([op.to_dict() for op in operations], sort_keys=True), tr.after.state_id
+        )
+        where = self._where(tr)
+        name = f"{ops} -> {where} #{tag}"
+        description = (
+            f"{ops}: changes {tr.change:.1%} of the screen and leads to the {where} "
+            f"(state {tr.after.state_id})."
+        )
+        return SkillText(name, description)
+
+    def evaluate(self, skill: SkillView, tr: Transition) -> Judgement:
+        self.usage.calls += 1
+        changed = self._changed(tr)
+        progressive = bool(tr.new_in_episode and changed)
+        consistent, cos, n = self._consistency(skill, tr)
+        cos_text = "n/a" if cos is None else f"{cos:.3f}"
+        reason = (
+            f"change={tr.change:.4f} new_in_episode={tr.new_in_episode} "
+            f"effect_cos={cos_text} over {n} past effect(s)"
+        )
+        return Judgement(bool(consistent), progressive, reason)
+
+    def choose_cluster(self, view: View, clusters: list[ClusterView]) -> str | None:
+        self.usage.calls += 1
+        f = _unit(view.feature)
+        if f is None:
+            return None
+        scored: list[tuple[float, str]] = []
+        for c in clusters:
+            rows = _unit_rows(c.state_features, f.size)
+            if rows is not None:
+                scored.append((float((rows @ f).max()), c.id))
+        if not scored:
+            return None
+        score, cid = min(scored, key=lambda t: (-t[0], t[1]))
+        return cid if score >= self.cfg.offline_cluster_cos else None
+
+    def refine_skill(self, skill: SkillView, tr: Transition) -> SkillText | None:
+        self.usage.calls += 1
+        if not self._changed(tr):
+            return None  # nothing measured this time: nothing to add
+        consistent, cos, n = self._consistency(skill, tr)
+        if n == 0:
+            agreement = "first measured effect"
+        elif cos is None:
+            agreement = f"{n} past execution(s) show no common direction"
+        else:
+            verdict = "agrees" if consistent else "disagrees"
+            agreement = f"effect {verdict} with {n} past execution(s) (cos {cos:.2f})"
+        description = (
+            f"{operations_text(skill.operations)}: changes about {tr.change:.0%} of the screen "
+            f"and leads to the {self._where(tr)}; {agreement}."
+        )
+        if description == skill.description:
+            return None
+        return SkillText(skill.name, description)
+
+    def cluster_skills(
+        self, skills: list[SkillView], clusters: list[ClusterView]
+    ) -> list[ClusterAssignment]:
+        """Skills with ``cluster_id=None`` and the same ``new_name`` share one new cluster."""
+        self.usage.calls += 1
+        out: list[ClusterAssignment] = []
+        opened: list[tuple[np.ndarray, str, str]] = []  # (centre, name, description)
+        for skill in skills:
+            centre = _mean_unit(skill.source_features)
+            if centre is None:  # nothing known about where it is used: its own cluster
+                name, desc = self._new_cluster_text(skill)
+                out.append(ClusterAssignment(skill.id, None, name, desc))
+                continue
+            best: tuple[float, str] | None = None
+            for c in sorted(clusters, key=lambda c: c.id):
+                rows = _unit_rows(c.state_features, centre.size)
+                if rows is None:
+                    continue
+                score = float((rows @ centre).max())
+                if best is None or score > best[0]:
+                    best = (score, c.id)
+            if best is not None and best[0] >= self.cfg.offline_cluster_cos:
+                out.append(ClusterAssignment(skill.id, best[1]))
+                continue
+            match = None
+            best_new = self.cfg.offline_cluster_cos
+            for other, name, desc in opened:
+                if other.size == centre.size and float(other @ centre) >= best_new:
+                    best_new, match = float(other @ centre), (name, desc)
+            if match is None:
+                match = self._new_cluster_text(skill)
+                opened.append((centre, *match))
+            out.append(ClusterAssignment(skill.id, None, *match))
+        return out
+
+    @staticmethod
+    def _new_cluster_text(skill: SkillView) -> tuple[str, str]:
+        return (
+            f"group {skill.id}: {skill.name}",
+            f"Skills used on the same screens as '{skill.name}'.",
+        )

@@ -1,0 +1,254 @@
+"""OfflineBrain: each role on hand-made features, with exact expected outputs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kgagent.brain.offline as offline_mod
+import kgagent.brain.prompts as prompts_mod
+from kgagent.actions import Operation
+from kgagent.brain.base import (
+    ClusterAssignment,
+    ClusterView,
+    Judgement,
+    SkillText,
+    SkillView,
+    Transition,
+    View,
+)
+from kgagent.brain.offline import OfflineBrain
+from kgagent.config import BrainConfig
+
+from .game_words import GAME_WORDS
+
+E = np.eye(4)
+IMG = np.zeros((8, 8, 3), np.uint8)
+CLICK = [Operation("click", object_id="obj-3")]
+
+
+def unit(*v: float) -> np.ndarray:
+    a = np.asarray(v, dtype=np.float64)
+    return a / np.linalg.norm(a)
+
+
+def tr(
+    before=E[0], after=E[1], change=0.25, new_ep=True, new_graph=True, sb="s1", sa="s2"
+) -> Transition:
+    return Transition(View(IMG, before, sb), View(IMG, after, sa), change, new_ep, new_graph)
+
+
+def skill(past=(), source=None, **kw) -> SkillView:
+    base = dict(
+        id="k1",
+        name="click obj-3",
+        description="old text",
+        operations=CLICK,
+        past_effects=[np.asarray(p, dtype=np.float64) for p in past],
+        source_features=source,
+    )
+    base.update(kw)
+    return SkillView(**base)
+
+
+@pytest.fixture
+def brain() -> OfflineBrain:
+    return OfflineBrain(BrainConfig(), seed=0)
+
+
+# --------------------------------------------------------------- describe_skill
+def test_describe_skill_exact(brain):
+    out = brain.describe_skill(CLICK, tr())
+    assert out == SkillText(
+        "click obj-3 -> new screen #64ca3d",
+        "click obj-3: changes 25.0% of the screen and leads to the new screen (state s2).",
+    )
+    known = brain.describe_skill(CLICK, tr(new_graph=False))
+    assert known.name.startswith("click obj-3 -> known screen #")
+    same = brain.describe_skill(
+        [Operation("key", key="enter")], tr(new_graph=False, new_ep=False, sa="s1")
+    )
+    assert same.name.startswith("key enter -> same screen #")
+    assert "leads to the same screen" in same.description
+    assert len({out.name, known.name, same.name}) == 3
+
+
+def test_describe_skill_meaningless_when_nothing_changed(brain):
+    nothing = tr(change=0.001, new_ep=False, new_graph=False, sa="s1")
+    assert brain.describe_skill(CLICK, nothing) is None
+    # the same state id but a visible change is meaningful; and so is a new state with Δ≈0
+    assert brain.describe_skill(CLICK, tr(change=0.01, new_graph=False, sa="s1")) is not None
+    assert brain.describe_skill(CLICK, tr(change=0.0, new_graph=False, sa="s9")) is not None
+
+
+def test_describe_skill_hash_depends_on_operations_and_target(brain):
+    a = brain.describe_skill(CLICK, tr()).name
+    b = brain.describe_skill([Operation("click", object_id="obj-4")], tr()).name
+    c = brain.describe_skill(CLICK, tr(sa="s3")).name
+    assert a.split("#")[1] != b.split("#")[1] != c.split("#")[1] != a.split("#")[1]
+
+
+# --------------------------------------------------------------------- evaluate
+def test_evaluate_progress_is_new_in_episode_and_changed(brain):
+    assert brain.evaluate(skill(), tr(new_ep=True)).progressive is True
+    assert brain.evaluate(skill(), tr(new_ep=False, new_graph=False)).progressive is False
+    still = tr(change=0.0, new_ep=True, new_graph=False, sa="s1")
+    assert brain.evaluate(skill(), still).progressive is False
+
+
+def test_evaluate_consistency_from_past_effects(brain):
+    d = E[1] - E[0]
+    agree = brain.evaluate(skill(past=[d, d + 0.1 * E[2]]), tr())
+    assert agree == Judgement(
+        True, True, "change=0.2500 new_in_episode=True effect_cos=0.999 over 2 past effect(s)"
+    )
+    assert brain.evaluate(skill(past=[-d]), tr()).consistent is False
+    # orthogonal effect: cos 0 < 0.3
+    assert brain.evaluate(skill(past=[E[3] - E[2]]), tr()).consistent is False
+    # no past effects: consistent iff something changed
+    assert brain.evaluate(skill(), tr()).consistent is True
+    nothing = tr(after=E[0], change=0.0, new_ep=False, new_graph=False, sa="s1")
+    assert brain.evaluate(skill(), nothing) == Judgement(
+        False, False, "change=0.0000 new_in_episode=False effect_cos=n/a over 0 past effect(s)"
+    )
+    # a skill known to move the features that did not move them this time
+    assert brain.evaluate(skill(past=[d]), tr(after=E[0])).consistent is False
+
+
+def test_evaluate_threshold_and_window_are_config():
+    d = E[1] - E[0]
+    past = [-d, -d, -d, d, d]
+    wide = OfflineBrain(BrainConfig(offline_effect_window=10))
+    narrow = OfflineBrain(BrainConfig(offline_effect_window=2))
+    assert wide.evaluate(skill(past=past), tr()).consistent is False  # mean points to −d
+    assert narrow.evaluate(skill(past=past), tr()).consistent is True  # newest two agree
+    half = E[1] - E[0] + (E[3] - E[2])  # cos with d = 0.707
+    assert (
+        OfflineBrain(BrainConfig(offline_consistency_cos=0.7))
+        .evaluate(skill(past=[half]), tr())
+        .consistent
+    )
+    assert (
+        not OfflineBrain(BrainConfig(offline_consistency_cos=0.75))
+        .evaluate(skill(past=[half]), tr())
+        .consistent
+    )
+
+
+def test_evaluate_ignores_past_effects_of_another_dimension(brain):
+    out = brain.evaluate(skill(past=[np.ones(7)]), tr())
+    assert out.consistent is True and "over 0 past" in out.reason
+
+
+# --------------------------------------------------------------- choose_cluster
+def clusters() -> list[ClusterView]:
+    return [
+        ClusterView("c1", "a", "", [], np.stack([E[0], E[1]])),
+        ClusterView("c2", "b", "", [], np.stack([unit(0, 0, 1, 0.1)])),
+        ClusterView("c3", "c", "", [], None),
+        ClusterView("c4", "d", "", [], np.ones((2, 7))),  # other encoder: ignored
+    ]
+
+
+def test_choose_cluster_max_cosine_over_states(brain):
+    view = View(IMG, unit(0, 0.05, 1, 0), "s")
+    assert brain.choose_cluster(view, clusters()) == "c2"
+    assert brain.choose_cluster(View(IMG, E[1], "s"), clusters()) == "c1"  # its 2nd state
+    assert brain.choose_cluster(View(IMG, E[3], "s"), clusters()) is None  # none close
+    assert brain.choose_cluster(View(IMG, E[1], "s"), clusters()[2:]) is None  # no features
+    assert brain.choose_cluster(View(IMG, E[1], "s"), []) is None
+
+
+def test_choose_cluster_threshold_and_ties():
+    view = View(IMG, unit(1, 1, 0, 0), "s")  # cos 0.707 with E[0] and E[1]
+    twins = [
+        ClusterView("cB", "", "", [], E[:1]),
+        ClusterView("cA", "", "", [], E[1:2]),
+    ]
+    assert OfflineBrain(BrainConfig(offline_cluster_cos=0.7)).choose_cluster(view, twins) == "cA"
+    assert OfflineBrain(BrainConfig(offline_cluster_cos=0.8)).choose_cluster(view, twins) is None
+
+
+# ----------------------------------------------------------------- refine_skill
+def test_refine_skill_exact(brain):
+    d = E[1] - E[0]
+    out = brain.refine_skill(skill(past=[d]), tr())
+    assert out == SkillText(
+        "click obj-3",
+        "click obj-3: changes about 25% of the screen and leads to the new screen; "
+        "effect agrees with 1 past execution(s) (cos 1.00).",
+    )
+    first = brain.refine_skill(skill(), tr(new_graph=False))
+    assert first.description == (
+        "click obj-3: changes about 25% of the screen and leads to the known screen; "
+        "first measured effect."
+    )
+    # already says that: nothing to improve
+    assert brain.refine_skill(skill(description=first.description), tr(new_graph=False)) is None
+    nothing = tr(after=E[0], change=0.0, new_ep=False, new_graph=False, sa="s1")
+    assert brain.refine_skill(skill(past=[d]), nothing) is None
+
+
+# --------------------------------------------------------------- cluster_skills
+def test_cluster_skills_exact(brain):
+    existing = [ClusterView("c1", "a", "", [], np.stack([E[0], E[1]]))]
+    skills = [
+        skill(id="k1", name="go", source=np.stack([E[1], unit(0, 1, 0.1, 0)])),  # near c1
+        skill(id="k2", name="open", source=np.stack([E[3]])),  # far: opens a group
+        skill(id="k3", name="close", source=unit(0, 0, 0.1, 1)),  # joins k2's new group
+        skill(id="k4", name="mystery"),  # nothing known
+        skill(id="k5", name="other", source=E[2]),  # far from everything
+    ]
+    out = brain.cluster_skills(skills, existing)
+    assert out == [
+        ClusterAssignment("k1", "c1"),
+        ClusterAssignment(
+            "k2", None, "group k2: open", "Skills used on the same screens as 'open'."
+        ),
+        ClusterAssignment(
+            "k3", None, "group k2: open", "Skills used on the same screens as 'open'."
+        ),
+        ClusterAssignment(
+            "k4", None, "group k4: mystery", "Skills used on the same screens as 'mystery'."
+        ),
+        ClusterAssignment(
+            "k5", None, "group k5: other", "Skills used on the same screens as 'other'."
+        ),
+    ]
+    assert brain.cluster_skills([], existing) == []
+
+
+# ------------------------------------------------------------ general properties
+def run_all(b: OfflineBrain) -> list:
+    d = E[1] - E[0]
+    return [
+        b.describe_skill(CLICK, tr()),
+        b.evaluate(skill(past=[d]), tr()),
+        b.choose_cluster(View(IMG, E[1], "s"), clusters()),
+        b.refine_skill(skill(past=[d]), tr()),
+        b.cluster_skills([skill(source=E[:2]), skill(id="k2")], clusters()),
+    ]
+
+
+def test_deterministic_across_instances_and_seeds():
+    a = run_all(OfflineBrain(BrainConfig(), seed=0))
+    assert a == run_all(OfflineBrain(BrainConfig(), seed=0))
+    assert a == run_all(OfflineBrain(BrainConfig(), seed=123))
+
+
+def test_usage_counts_calls_but_costs_nothing(brain):
+    run_all(brain)
+    assert brain.usage.calls == 5
+    assert brain.usage.tokens == 0 and brain.usage.cost_usd == 0.0
+    step = brain.drain_step_usage()
+    assert step.calls == 5 and brain.drain_step_usage().calls == 0
+
+
+def test_no_game_knowledge_in_sources():
+    for mod in (offline_mod, prompts_mod):
+        text = Path(mod.__file__).read_text().lower()
+        for word in GAME_WORDS:
+            assert not re.search(rf"\b{word}s?\b", text), (mod.__name__, word)
