@@ -1,0 +1,47 @@
+"""A tiny Tk app for the desktop tests: counts clicks per button and key presses.
+
+Usage: python desktop_app.py COUNTS.json [TITLE]. Every event rewrites the JSON
+file, so a test can check exactly what the app received.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tkinter as tk
+
+out = sys.argv[1]
+title = sys.argv[2] if len(sys.argv) > 2 else "kgagent-test-app"
+counts: dict = {"A": 0, "B": 0, "keys": {}}
+
+root = tk.Tk()
+root.title(title)
+root.geometry("400x300+100+120")
+label = tk.Label(root, text="A=0 B=0 keys=0", font=("TkDefaultFont", 14))
+label.place(x=20, y=200, width=360, height=40)
+
+
+def save() -> None:
+    label.config(text=f"A={counts['A']} B={counts['B']} keys={sum(counts['keys'].values())}")
+    with open(out + ".tmp", "w") as f:
+        json.dump(counts, f)
+    import os
+
+    os.replace(out + ".tmp", out)
+
+
+def press(name: str) -> None:
+    counts[name] += 1
+    save()
+
+
+def key(event: tk.Event) -> None:
+    counts["keys"][event.keysym] = counts["keys"].get(event.keysym, 0) + 1
+    save()
+
+
+tk.Button(root, text="A", command=lambda: press("A")).place(x=20, y=20, width=120, height=60)
+tk.Button(root, text="B", command=lambda: press("B")).place(x=200, y=20, width=120, height=60)
+root.bind_all("<Key>", key)
+root.after(50, save)
+root.mainloop()

@@ -1,0 +1,177 @@
+"""DesktopEnv on a private Xvfb display: real clicks and keys on real programs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgagent.actions import Action
+from kgagent.config import DesktopConfig
+from kgagent.errors import ActionRefused, EnvironmentError_
+
+pytestmark = pytest.mark.desktop
+APP = Path(__file__).with_name("desktop_app.py")
+
+
+def _wait(pred, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _window_up(title: str, display: str) -> bool:
+    r = subprocess.run(
+        ["xdotool", "search", "--onlyvisible", "--name", title],
+        capture_output=True,
+        text=True,
+        env={"DISPLAY": display, "PATH": "/usr/bin:/bin"},
+    )
+    return bool(r.stdout.split())
+
+
+@pytest.fixture
+def app(xvfb: str, tmp_path: Path):
+    counts = tmp_path / "counts.json"
+    title = f"kgapp-{tmp_path.name}"
+    proc = subprocess.Popen([sys.executable, str(APP), str(counts), title])
+    assert _wait(lambda: counts.exists() and _window_up(title, xvfb)), "test app did not start"
+    yield proc, counts, title
+    proc.kill()
+    proc.wait()
+
+
+def _counts(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _env(title: str):
+    from kgagent.envs.desktop import DesktopEnv
+
+    return DesktopEnv(DesktopConfig(window=title, settle_timeout_s=1.0, action_pause_s=0.02))
+
+
+def test_clicks_and_keys_land_in_the_window(app) -> None:
+    _proc, counts, title = app
+    env = _env(title)
+    assert env.size == (400, 300)
+    obs0 = env.observe()
+    assert obs0.shape == (300, 400, 3)
+    env.step(Action("click", x=80, y=50))
+    env.step(Action("click", x=80, y=50))
+    obs = env.step(Action("click", x=260, y=50))[0]
+    env.step(Action("key", key="x"))
+    assert _wait(lambda: _counts(counts)["keys"].get("x") == 1, 3)
+    c = _counts(counts)
+    assert (c["A"], c["B"]) == (2, 1)
+    assert not np.array_equal(obs0[200:240], obs[200:240])  # the label shows the counts
+    # a click on empty window background hits no button
+    env.step(Action("click", x=380, y=150))
+    assert (_counts(counts)["A"], _counts(counts)["B"]) == (2, 1)
+
+
+def test_actions_outside_the_target_are_refused(app) -> None:
+    _proc, counts, title = app
+    env = _env(title)
+    before = _counts(counts)
+    for a in (
+        Action("click", x=400, y=10),
+        Action("click", x=-1, y=10),
+        Action("double_click", x=10, y=300),
+        Action("drag", x=80, y=50, x2=900, y2=50),
+    ):
+        with pytest.raises(ActionRefused):
+            env.step(a)
+    time.sleep(0.3)
+    assert _counts(counts) == before
+
+
+def test_window_not_found_lists_visible_windows(app) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    _proc, _counts_path, title = app
+    with pytest.raises(EnvironmentError_) as e:
+        DesktopEnv(DesktopConfig(window="no-such-window-zz9"))
+    assert "no-such-window-zz9" in str(e.value) and title in str(e.value)
+
+
+def test_window_closed_mid_run(app) -> None:
+    proc, _counts_path, title = app
+    env = _env(title)
+    env.step(Action("click", x=80, y=50))
+    proc.kill()
+    proc.wait()
+    time.sleep(0.3)
+    with pytest.raises(EnvironmentError_, match="closed"):
+        env.step(Action("click", x=80, y=50))
+    assert env.ground_truth().alive is False
+
+
+def test_no_display_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    with pytest.raises(EnvironmentError_, match="DISPLAY"):
+        DesktopEnv(DesktopConfig())
+    with pytest.raises(EnvironmentError_, match="cannot connect"):
+        DesktopEnv(DesktopConfig(), display=":189")
+
+
+def test_region_target(xvfb: str) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    env = DesktopEnv(DesktopConfig(region=(10, 20, 300, 200), settle_timeout_s=0.3))
+    assert env.observe().shape == (200, 300, 3)
+    with pytest.raises(ActionRefused):
+        env.step(Action("click", x=300, y=5))
+
+
+@pytest.mark.skipif(shutil.which("xterm") is None, reason="xterm is not installed")
+def test_xterm_types_a_command(xvfb: str, tmp_path: Path) -> None:
+    """A Debian program nobody here wrote: type a shell command into xterm."""
+    target = tmp_path / "hi.txt"
+    proc = subprocess.Popen(
+        ["xterm", "-T", "kgterm", "-geometry", "80x20+40+40", "-e", "/bin/sh"], cwd=tmp_path
+    )
+    try:
+        assert _wait(lambda: _window_up("kgterm", xvfb)), "xterm did not start"
+        time.sleep(0.5)
+        env = _env("kgterm")
+        before = env.observe()
+        obs = env.step(Action("type", text=f"echo hi > {target}"))[0]
+        assert not np.array_equal(before, obs)  # the command is echoed on screen
+        env.step(Action("key", key="enter"))
+        assert _wait(lambda: target.exists() and target.read_text().strip() == "hi", 5)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.skipif(shutil.which("xcalc") is None, reason="xcalc is not installed")
+def test_xcalc_buttons_change_the_display(xvfb: str) -> None:
+    """Click digit keys of xcalc (found by screenshot, not by its widget tree)."""
+    proc = subprocess.Popen(["xcalc", "-geometry", "+60+60"])
+    try:
+        assert _wait(lambda: _window_up("Calculator", xvfb)), "xcalc did not start"
+        time.sleep(0.5)
+        env = _env("Calculator")
+        w, h = env.size
+        before = env.observe()
+        # the lower half of xcalc is a grid of keys; click a few of them
+        for fx, fy in ((0.3, 0.75), (0.5, 0.75), (0.3, 0.65)):
+            env.step(Action("click", x=int(w * fx), y=int(h * fy)))
+        after = env.observe()
+        top = slice(0, h // 4)  # the LCD strip
+        assert np.abs(before[top].astype(int) - after[top].astype(int)).max() > 30
+    finally:
+        proc.kill()
+        proc.wait()
