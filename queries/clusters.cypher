@@ -6,7 +6,7 @@ RETURN c.id AS id;
 MATCH (c:SkillCluster)
 OPTIONAL MATCH (k:Skill)-[:MEMBER_OF]->(c)
 RETURN c.id AS id, c.name AS name, c.description AS description, c.selections AS selections,
-       collect(k.id) AS skills
+       list_sort(collect(k.id)) AS skills
 ORDER BY id;
 
 // name: cluster_add_member

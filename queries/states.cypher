@@ -29,12 +29,19 @@ MATCH (a:State {id: $a}), (b:State {id: $b})
 CREATE (a)-[:SIMILAR {weight: $weight}]->(b);
 
 // name: similar_set_weight
-MATCH (a:State {id: $a})-[e:SIMILAR]-(b:State {id: $b})
-SET e.weight = $weight;
+// Either stored direction. (An undirected pattern here trips an assertion in kuzu 0.11.3
+// when the edge is stored b -> a.)
+MATCH (a:State {id: $a}), (b:State {id: $b})
+OPTIONAL MATCH (a)-[e1:SIMILAR]->(b)
+OPTIONAL MATCH (b)-[e2:SIMILAR]->(a)
+SET e1.weight = $weight, e2.weight = $weight;
 
 // name: similar_delete
-MATCH (a:State {id: $a})-[e:SIMILAR]-(b:State {id: $b})
-DELETE e;
+// Either stored direction (both engines refuse DELETE through an undirected pattern).
+MATCH (a:State {id: $a}), (b:State {id: $b})
+OPTIONAL MATCH (a)-[e1:SIMILAR]->(b)
+OPTIONAL MATCH (b)-[e2:SIMILAR]->(a)
+DELETE e1, e2;
 
 // name: neighbourhood
 // Eq. 2: the state and every state joined to it by a similarity edge.

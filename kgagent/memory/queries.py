@@ -17,7 +17,7 @@ from kgagent.errors import QueryError
 _NAME = re.compile(r"^//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _WRITE = re.compile(
-    r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|DROP|ALTER|COPY|IMPORT|EXPORT|ATTACH|DETACH|"
+    r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|DROP|ALTER|COPY|IMPORT|EXPORT|ATTACH|"
     r"INSTALL|LOAD|BEGIN|COMMIT|ROLLBACK|CHECKPOINT|USE)\b",
     re.IGNORECASE,
 )

@@ -149,7 +149,10 @@ class Memory:
         try:
             self._finish_open(encoder, latest)
         except BaseException:
-            self.close()
+            # A failed open must leave the memory as it was: close the database
+            # without close()'s manifest update.
+            db, self._db = self._db, None
+            db.close()
             raise
 
     def _finish_open(self, encoder: EncoderSpec | None, latest: int) -> None:
@@ -196,16 +199,15 @@ class Memory:
             )
 
         self.blobs = BlobStore(self.path / BLOBS)
-        self.consistency: dict[str, int] = {}
+        self._consistency: dict[str, int] = {}
+        self._vectors_loaded = False
         self.vectors: VectorStore | None = None
         if recorded is not None:
             self.vectors = VectorStore(
                 self.path / VECTORS, int(recorded["dim"]), read_only=self.read_only
             )
-            committed = {r["id"]: int(r["feature_rev"]) for r in self._q("state_revisions")}
-            self.consistency = self.vectors.load(committed)
-            if not self.read_only:
-                self.consistency["rows_removed"] = self.vectors.reconcile(committed)
+            if not self.read_only:  # repair crash leftovers now; readers load on first use
+                self._load_vectors()
         self._skills: dict[str, Skill] = {s.id: s for s in self._load_skills()}
         self._objects: dict[str, UIObject] = {}
         self._hashes = np.zeros(0, dtype=np.uint64)
@@ -277,12 +279,29 @@ class Memory:
             raise MemoryStoreError("this memory is closed")
         return self._db.execute(text, params or {})
 
+    def _load_vectors(self) -> None:
+        """Mirror the committed vectors; read-write opens also delete crash leftovers."""
+        if self._vectors_loaded or self.vectors is None:
+            return
+        committed = {r["id"]: int(r["feature_rev"]) for r in self._q("state_revisions")}
+        self._consistency = self.vectors.load(committed)
+        if not self.read_only:
+            self._consistency["rows_removed"] = self.vectors.reconcile(committed)
+        self._vectors_loaded = True
+
+    @property
+    def consistency(self) -> dict[str, int]:
+        """What the last load found inconsistent between graph and vectors (and repaired)."""
+        self._load_vectors()
+        return self._consistency
+
     # ============================================================= states
     def _need_vectors(self) -> VectorStore:
         if self.vectors is None:
             raise MemoryStoreError(
                 "this memory was opened without an encoder; pass encoder=EncoderSpec(...)"
             )
+        self._load_vectors()
         return self.vectors
 
     def merge_or_create_state(

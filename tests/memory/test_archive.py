@@ -1,0 +1,371 @@
+"""Export / import: round trip, and every refusal leaves the target untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgagent.config import Config
+from kgagent.errors import ArchiveError, EncoderMismatchError, SchemaVersionError
+from kgagent.memory import Memory, queries
+from kgagent.memory.archive import SUMS, export_memory, import_memory, inspect_archive
+from kgagent.memory.engine import engine_name
+
+from .conftest import Populated, populate, tree_hash
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> tuple[Populated, Path]:
+    base = tmp_path_factory.mktemp("source")
+    pop = populate(base / "populated")
+    out = base / "mem.kgmem.tar.gz"
+    export_memory(pop.path, out)
+    return pop, out
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("template") / "memory"
+    populate(p)
+    return p
+
+
+@pytest.fixture
+def exported(source, tmp_path: Path) -> tuple[Populated, Path]:
+    """The populated memory and its archive (copied: tests may tamper with it)."""
+    pop, archive = source
+    (tmp_path / "out").mkdir()
+    copy = tmp_path / "out" / archive.name
+    shutil.copy2(archive, copy)
+    return pop, copy
+
+
+@pytest.fixture
+def target(template: Path, tmp_path: Path) -> Path:
+    """An existing memory that failed imports (even with --force) must leave as it was."""
+    p = tmp_path / "target"
+    shutil.copytree(template, p)
+    return p
+
+
+def read_members(archive: Path) -> dict[str, bytes]:
+    with tarfile.open(archive, "r:gz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}
+
+
+def write_archive(
+    path: Path, members: dict[str, bytes], *, resum: bool = True, extra: list[tarfile.TarInfo] = ()
+) -> Path:
+    members = dict(members)
+    if resum:
+        members[SUMS] = "".join(
+            f"{hashlib.sha256(d).hexdigest()}  {n}\n" for n, d in members.items() if n != SUMS
+        ).encode()
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for info in extra:
+            tar.addfile(info, io.BytesIO(b"x" * info.size) if info.isreg() else None)
+    return path
+
+
+def fill_params(q, data: dict[str, list]) -> list[dict]:
+    """Parameter sets for a named query from the memory's own ids (None: cannot fill)."""
+    sets: list[dict] = [{}]
+    for p in q.params:
+        values = data.get(p)
+        if values is None:
+            return []
+        sets = [dict(s, **{p: v}) for s in sets for v in values]
+    return sets[:60]
+
+
+def snapshot(path: Path, pop: Populated) -> dict:
+    s = pop.states
+    edges = [("A", "C", "k1"), ("A", "D", "k2"), ("B", "D", "k2")]
+    data = {
+        "state": [*s.values(), "s-missing"],
+        "skill": list(pop.skills.values()),
+        "cluster": [pop.cluster],
+        "object": pop.objects,
+        "limit": [100],
+        "c1": [5.0],
+        "a": [s["A"]],
+        "b": [s["B"]],
+    }
+    out: dict = {}
+    with Memory.open(path, Config(), read_only=True) as m:
+        ran = 0
+        for q in queries.load_all().values():
+            if q.writes:
+                continue
+            if set(q.params) == {"src", "dst", "skill"}:
+                sets = [{"src": s[a], "dst": s[b], "skill": pop.skills[k]} for a, b, k in edges]
+            else:
+                sets = fill_params(q, data)
+            for params in sets:
+                rows = m.cypher(q.text, params)
+                if q.name == "migrations_applied":  # applied again, at import time
+                    rows = [{k: v for k, v in r.items() if k != "applied_at"} for r in rows]
+                if "ORDER BY" not in q.text.upper():
+                    rows = sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
+                out[(q.name, json.dumps(params, sort_keys=True))] = rows
+                ran += 1
+        out["stats"] = m.stats()
+        out["vectors"] = {sid: m.state_feature(sid).tolist() for sid in s.values()}
+        out["blobs"] = {b: m.blobs.get_bytes(b) for b in m.blobs.all_ids()}
+        out["ran"] = ran
+    return out
+
+
+def test_round_trip_every_named_query(exported, tmp_path: Path) -> None:
+    pop, archive = exported
+    dest = tmp_path / "elsewhere" / "copy"
+    summary = import_memory(archive, dest)
+    assert summary["nodes"] == 5 and summary["vectors"] == 5 and not summary["replaced"]
+    before, after = snapshot(pop.path, pop), snapshot(dest, pop)
+    assert before["ran"] > 25  # the comparison really covered the named queries
+    # Every read-only named query ran (the data fills every parameter they take).
+    names = {k[0] for k in before if isinstance(k, tuple)}
+    readable = {n for n, q in queries.load_all().items() if not q.writes}
+    assert readable == names, readable - names
+    assert after == before
+    assert not [p for p in dest.parent.iterdir() if p.name.startswith(".")]  # no temp left
+    with Memory.open(dest, Config()) as m:
+        assert m.consistency == {
+            "orphan_rows": 0,
+            "uncommitted_revisions": 0,
+            "missing_vectors": 0,
+            "rows_removed": 0,
+        }
+        assert m.manifest["encoder"]["identity"] == "test:v1"
+
+
+def test_archive_layout_and_checksums(exported) -> None:
+    _, archive = exported
+    members = read_members(archive)
+    meta = inspect_archive(archive)
+    assert meta["format"] == "kgagent-archive" and meta["tables"]["State"]["rows"] == 5
+    lines = members[SUMS].decode().splitlines()
+    assert {ln.split("  ", 1)[1] for ln in lines} == set(members) - {SUMS}
+    assert "graph/nodes/State.parquet" in members and "graph/rels/SKILL_EDGE.parquet" in members
+    assert "vectors/states.parquet" in members
+    assert any(n.startswith("blobs/") for n in members)
+
+
+def test_force_replaces_existing_memory(exported, target: Path) -> None:
+    pop, archive = exported
+    with pytest.raises(ArchiveError, match="--force"):
+        import_memory(archive, target)
+    summary = import_memory(archive, target, force=True)
+    assert summary["replaced"]
+    with Memory.open(target, Config(), read_only=True) as m:
+        assert {r["id"] for r in m._q("state_revisions")} == set(pop.states.values())
+    assert sorted(p.name for p in target.parent.iterdir()) == ["out", "target"]
+
+
+def _corrupt(a: Path, d: Path) -> Path:
+    p = d / "corrupt.tar.gz"
+    data = bytearray(a.read_bytes())
+    rng = np.random.default_rng(0)
+    for i in rng.integers(100, len(data) - 100, size=40):
+        data[i] ^= 0xFF
+    p.write_bytes(bytes(data))
+    return p
+
+
+def _truncated(a: Path, d: Path) -> Path:
+    p = d / "truncated.tar.gz"
+    p.write_bytes(a.read_bytes()[: a.stat().st_size // 2])
+    return p
+
+
+def _garbage(a: Path, d: Path) -> Path:
+    p = d / "garbage.tar.gz"
+    p.write_bytes(os.urandom(4096))
+    return p
+
+
+def _tampered(a: Path, d: Path) -> Path:
+    m = read_members(a)
+    m["manifest.json"] = m["manifest.json"].replace(b"test:v1", b"test:v9")
+    return write_archive(d / "tampered.tar.gz", m, resum=False)
+
+
+def _traversal(a: Path, d: Path) -> Path:
+    return write_archive(d / "traversal.tar.gz", {**read_members(a), "blobs/../../evil.png": b"x"})
+
+
+def _absolute(a: Path, d: Path) -> Path:
+    return write_archive(d / "absolute.tar.gz", {**read_members(a), "/tmp/evil.png": b"x"})
+
+
+def _symlink(a: Path, d: Path) -> Path:
+    link = tarfile.TarInfo("graph/nodes/Evil.parquet")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    return write_archive(d / "symlink.tar.gz", read_members(a), extra=[link])
+
+
+def _hardlink(a: Path, d: Path) -> Path:
+    link = tarfile.TarInfo("graph/nodes/Evil.parquet")
+    link.type, link.linkname = tarfile.LNKTYPE, "manifest.json"
+    return write_archive(d / "hardlink.tar.gz", read_members(a), extra=[link])
+
+
+def _device(a: Path, d: Path) -> Path:
+    dev = tarfile.TarInfo("graph/nodes/Dev.parquet")
+    dev.type = tarfile.CHRTYPE
+    return write_archive(d / "device.tar.gz", read_members(a), extra=[dev])
+
+
+def _unknown(a: Path, d: Path) -> Path:
+    return write_archive(d / "unknown.tar.gz", {**read_members(a), "notes.txt": b"hello"})
+
+
+def _missing(a: Path, d: Path) -> Path:
+    m = read_members(a)
+    del m["vectors/states.parquet"]
+    return write_archive(d / "missing.tar.gz", m, resum=False)
+
+
+def _bad_blob(a: Path, d: Path) -> Path:
+    m = read_members(a)
+    name = next(n for n in m if n.startswith("blobs/"))
+    m[name] = m[name] + b"\0"
+    return write_archive(d / "badblob.tar.gz", m)  # checksums recomputed: the name catches it
+
+
+def _vectors_mismatch(a: Path, d: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    m = read_members(a)
+    tab = pq.read_table(io.BytesIO(m["vectors/states.parquet"]))
+    tab = tab.set_column(1, "rev", pa.array([7] * tab.num_rows, pa.int64()))
+    buf = io.BytesIO()
+    pq.write_table(tab, buf)
+    m["vectors/states.parquet"] = buf.getvalue()
+    return write_archive(d / "vectors.tar.gz", m)
+
+
+def _newer_schema(a: Path, d: Path) -> Path:
+    m = read_members(a)
+    for name in ("manifest.json", "archive.json"):
+        doc = json.loads(m[name])
+        doc["schema_version"] = 99
+        m[name] = json.dumps(doc).encode()
+    return write_archive(d / "newer.tar.gz", m)
+
+
+CASES = [
+    (_corrupt, ArchiveError, "corrupt or truncated|checksum|not valid|Parquet"),
+    (_truncated, ArchiveError, "corrupt or truncated"),
+    (_garbage, ArchiveError, "corrupt or truncated"),
+    (_tampered, ArchiveError, "checksum mismatch for manifest.json"),
+    (_traversal, ArchiveError, r"climbs out"),
+    (_absolute, ArchiveError, "absolute path"),
+    (_symlink, ArchiveError, "is a link"),
+    (_hardlink, ArchiveError, "is a link"),
+    (_device, ArchiveError, "not a regular file"),
+    (_unknown, ArchiveError, "unknown archive member 'notes.txt'"),
+    (_missing, ArchiveError, "missing member"),
+    (_bad_blob, ArchiveError, "does not hash to its name"),
+    (_vectors_mismatch, ArchiveError, "vectors do not match its states"),
+    (_newer_schema, SchemaVersionError, "newer than this kgagent"),
+]
+
+
+@pytest.mark.parametrize("make,error,message", CASES, ids=[c[0].__name__[1:] for c in CASES])
+def test_bad_archive_refused_target_unchanged(exported, target, tmp_path, make, error, message):
+    _, archive = exported
+    bad = make(archive, tmp_path / "out")
+    before = tree_hash(target)
+    with pytest.raises(error, match=message) as info:
+        import_memory(bad, target, force=True)
+    assert "\n" not in str(info.value)
+    assert tree_hash(target) == before
+    assert sorted(p.name for p in target.parent.iterdir()) == ["out", "target"]
+    assert not (tmp_path / "evil.png").exists()
+
+
+def test_wrong_encoder_and_existing_target_refused(exported, target, tmp_path) -> None:
+    _, archive = exported
+    before = tree_hash(target)
+    with pytest.raises(EncoderMismatchError, match="test:v1, not clip:ViT-B-32"):
+        import_memory(archive, target, force=True, expect_encoder="clip:ViT-B-32")
+    with pytest.raises(ArchiveError, match="already holds a memory; pass --force"):
+        import_memory(archive, target)
+    assert tree_hash(target) == before
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "keep.txt").write_text("mine")
+    with pytest.raises(ArchiveError, match="not a kgagent memory"):
+        import_memory(archive, junk, force=True)
+    assert [p.name for p in junk.iterdir()] == ["keep.txt"]
+    # The right encoder is accepted.
+    out = import_memory(archive, tmp_path / "ok", expect_encoder="test:v1")
+    assert out["encoder"] == "test:v1"
+
+
+def test_export_refuses_to_overwrite(exported) -> None:
+    pop, archive = exported
+    size = archive.stat().st_size
+    with pytest.raises(ArchiveError, match="--force"):
+        export_memory(pop.path, archive)
+    assert archive.stat().st_size == size
+    export_memory(pop.path, archive, force=True)
+
+
+def test_archive_moves_between_engines(exported, tmp_path: Path) -> None:
+    """The archive is engine-neutral: import it under the other engine (another process)."""
+    pop, archive = exported
+    other = "kuzu" if engine_name(Config().memory.engine) == "ladybug" else "ladybug"
+    code = (
+        "import json, sys\n"
+        "from kgagent.config import Config\n"
+        "from kgagent.memory import Memory\n"
+        "from kgagent.memory.archive import import_memory, export_memory\n"
+        "import_memory(sys.argv[1], sys.argv[2])\n"
+        "m = Memory.open(sys.argv[2], Config(), read_only=True)\n"
+        "print(json.dumps({'engine': m.engine, 'stats': m.stats().as_row(),"
+        " 'hq': [c.skill_id for c in m.hq_candidates(sys.argv[3])]}))\n"
+        "m.close()\n"
+        "export_memory(sys.argv[2], sys.argv[4])\n"
+    )
+    back = tmp_path / "back.tar.gz"
+    env = dict(os.environ, KGAGENT_ENGINE=other)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            str(archive),
+            str(tmp_path / "moved"),
+            pop.states["A"],
+            str(back),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert got["engine"] == other and got["stats"] == pop.stats
+    assert set(got["hq"]) == {pop.skills["k1"], pop.skills["k2"]}
+    # ... and back into this engine, unchanged.
+    dest = tmp_path / "home-again"
+    import_memory(back, dest)
+    assert snapshot(dest, pop) == snapshot(pop.path, pop)

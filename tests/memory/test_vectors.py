@@ -1,0 +1,84 @@
+"""The exact in-process index and the LanceDB revision rules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kgagent.memory.vectors import PARTITION_MIN, ExactIndex, VectorStore
+
+
+def clustered(n: int, dim: int, centres: int, spread: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    c = rng.normal(size=(centres, dim))
+    x = c[rng.integers(0, centres, size=n)] + spread * rng.normal(size=(n, dim))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def brute(m: np.ndarray, alive: np.ndarray, q: np.ndarray, low: float) -> tuple[int, set[int]]:
+    sims = m @ q
+    sims[~alive] = -2.0
+    return int(np.argmax(sims)), {int(i) for i in np.nonzero(sims > low)[0]}
+
+
+def test_exact_index_matches_brute_force_above_partition_min() -> None:
+    dim, low = 32, 0.88
+    data = clustered(PARTITION_MIN + 1500, dim, 60, 0.25, seed=1)
+    idx = ExactIndex(dim)
+    idx.add_many(data[:PARTITION_MIN])
+    for v in data[PARTITION_MIN:]:  # incremental inserts after the partition build
+        idx.add(v)
+    assert idx._centroids is not None  # the partitioned path is the one under test
+    m = data.copy()
+    alive = np.ones(len(m), dtype=bool)
+    rng = np.random.default_rng(2)
+    # Moves (merged features) and removals keep the bounds valid.
+    for row in rng.choice(len(m), size=200, replace=False):
+        v = m[row] + 0.3 * rng.normal(size=dim).astype(np.float32)
+        v /= np.linalg.norm(v)
+        idx.update(int(row), v)
+        m[row] = v
+    for row in rng.choice(len(m), size=50, replace=False):
+        idx.remove(int(row))
+        alive[row] = False
+    queries = clustered(150, dim, 60, 0.25, seed=1)  # same centres: plenty of neighbours
+    queries = np.vstack([queries, clustered(50, dim, 5, 0.5, seed=9)])
+    total = with_best = 0
+    for q in queries:
+        res = idx.search(q, low)
+        best, near = brute(m, alive, q, low)
+        if near:  # the best match is exact whenever it is above ``low`` (what callers use)
+            assert res.best_row == best
+        else:
+            assert res.best_cos <= low and len(res.rows) == 0
+        assert set(res.rows.tolist()) == near
+        np.testing.assert_allclose(res.cos, m[res.rows] @ q, atol=1e-6)
+        total += len(near)
+        with_best += bool(near)
+    assert total > 1000 and with_best > 140  # the comparison covered many neighbours
+
+
+def test_reconcile_removes_orphans_and_uncommitted_revisions(tmp_path) -> None:
+    dim = 4
+    vs = VectorStore(tmp_path / "vectors", dim)
+    one = np.eye(dim, dtype=np.float32)
+    vs.put("s-a", 0, one[0])
+    vs.put("s-b", 0, one[1])
+    vs.put("s-b", 1, one[2])  # committed merge
+    vs.put("s-b", 2, one[3])  # written, graph never committed (crash)
+    vs.put("s-c", 0, one[3])  # orphan: the State node was never committed
+    committed = {"s-a": 0, "s-b": 1, "s-d": 0}
+    fresh = VectorStore(tmp_path / "vectors", dim)
+    report = fresh.load(committed)
+    assert report == {"orphan_rows": 1, "uncommitted_revisions": 1, "missing_vectors": 1}
+    np.testing.assert_array_equal(fresh.vector("s-b"), one[2])
+    assert "s-c" not in fresh and "s-d" not in fresh
+    assert fresh.reconcile(committed) == 3  # orphan, uncommitted rev 2, superseded rev 0
+    tab = fresh._table.to_arrow()
+    assert sorted(zip(tab.column("id").to_pylist(), tab.column("rev").to_pylist())) == [
+        ("s-a", 0),
+        ("s-b", 1),
+    ]
+    ro = VectorStore(tmp_path / "vectors", dim, read_only=True)
+    assert ro.load(committed)["orphan_rows"] == 0
+    assert ro.reconcile({}) == 0  # read-only never deletes
+    assert ro.row_count() == 2
