@@ -718,7 +718,7 @@ class Memory:
             "updated": _iso(self.manifest.get("updated")),
         }
         out.update(self.stats().as_row())
-        out["vector_rows"] = self.vectors.row_count() if self.vectors else 0
+        out["vector_rows"] = self.vectors.row_count() if self.vectors is not None else 0
         out["blobs"] = len(self.blobs.all_ids())
         out["size_mb"] = round(
             sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file()) / 1e6, 2
