@@ -1,0 +1,414 @@
+"""Segmenters: screenshots to candidate interactable UI objects (SPEC: Objects).
+
+Two implementations behind one protocol (:class:`~kgagent.perception.base.Segmenter`):
+
+* :class:`SamSegmenter` -- Segment Anything's automatic mask generator, as in
+  the Bottom-Up Agent, when a checkpoint is available.
+* :class:`OpenCVSegmenter` -- a classical, weight-free default so that a fresh
+  machine (no checkpoint, no GPU) still finds buttons, cards, icons and text.
+
+Both pass their raw candidates through the same filters (the Bottom-Up Agent's:
+too large, too thin, too flat) and the same de-duplication, so the objects
+memory receives look alike whichever segmenter produced them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from kgagent.config import PerceptionConfig
+from kgagent.errors import ConfigError, WeightsUnavailable
+from kgagent.perception.base import Segment
+from kgagent.perception.change import to_gray
+
+__all__ = [
+    "OpenCVSegmenter",
+    "SamSegmenter",
+    "hamming",
+    "make_segmenter",
+    "phash",
+]
+
+Log = Callable[[str], None]
+
+# ---------------------------------------------------------------------------------------- hashing
+
+
+def phash(image: np.ndarray) -> int:
+    """64-bit DCT perceptual hash (the classic pHash: 32×32 grey, DCT, 8×8 low band > median).
+
+    Robust to small rescaling and compression, so the same button seen on two
+    screens hashes within a few bits; memory uses the Hamming distance to
+    recognise a known object.
+    """
+    gray = to_gray(image)
+    if gray.size == 0:
+        return 0
+    small = cv2.resize(gray, (32, 32), interpolation=cv2.INTER_AREA).astype(np.float32)
+    dct = cv2.dct(small)
+    low = dct[:8, :8].flatten()
+    med = np.median(low[1:])  # the DC term only says how bright the crop is
+    # First coefficient is the most significant bit.
+    return int.from_bytes(np.packbits(low > med).tobytes(), "big")
+
+
+def hamming(a: int, b: int) -> int:
+    """Number of differing bits between two 64-bit hashes."""
+    return int((int(a) ^ int(b)) & 0xFFFFFFFFFFFFFFFF).bit_count()
+
+
+# ------------------------------------------------------------------------- shared filtering/dedup
+
+
+@dataclass
+class _Candidate:
+    bbox: tuple[int, int, int, int]
+    score: float
+    mask: np.ndarray | None = None  # full-screen boolean mask (SAM), else None
+
+
+def _finalize(
+    image: np.ndarray, cands: Iterable[_Candidate], cfg: PerceptionConfig
+) -> list[Segment]:
+    """The Bottom-Up Agent's filters, then de-duplication, then ranking and the count bound.
+
+    Filters: larger than ``sam_max_area_ratio`` of the screen (panels and
+    backgrounds are not click targets), thinner than ``sam_min_side`` px,
+    near-constant texture (grey std < ``sam_min_texture_std``).
+
+    De-duplication keeps the higher-ranked of two candidates when their centres
+    are closer than ``dedup_center_distance`` (a button and its own label, the
+    two outlines of one border), or when their boxes overlap substantially
+    (IoU ≥ 0.3) and their pHashes are within ``dedup_hash_distance`` bits (two
+    masks of one thing). Identical-looking elements at separate places (two
+    identical cards in hand) are kept: they are distinct click targets.
+
+    Ranking: the candidate's own score (mask quality, or rectangularity),
+    divided by the square root of how many kept segments share its size. Why:
+    elements that tile the screen by the hundred (map cells, texture) are
+    background far more often than controls, and without this they crowd the
+    few real buttons out of the ``max_objects`` bound. The final ``Segment.score``
+    is this ranking score.
+    """
+    img = np.asarray(image)
+    gray = to_gray(img)
+    hgt, wid = gray.shape
+    screen_area = float(hgt * wid)
+    integ, integ_sq = cv2.integral2(gray, sdepth=cv2.CV_64F, sqdepth=cv2.CV_64F)
+    cands = list(cands)
+    if not cands:
+        return []
+    # Vectorised filters: a textured screen yields thousands of contours.
+    b = np.array([c.bbox for c in cands], dtype=np.int64).reshape(-1, 4)
+    x0 = np.clip(b[:, 0], 0, wid)
+    y0 = np.clip(b[:, 1], 0, hgt)
+    x1 = np.clip(b[:, 0] + b[:, 2], 0, wid)
+    y1 = np.clip(b[:, 1] + b[:, 3], 0, hgt)
+    w, h = x1 - x0, y1 - y0
+    ok = (w >= cfg.sam_min_side) & (h >= cfg.sam_min_side)
+    area = (w * h).astype(np.float64)
+    masked = np.array([c.mask is not None for c in cands])
+    for i in np.nonzero(masked & ok)[0]:
+        area[i] = float(cands[i].mask.sum())
+    ok &= area <= cfg.sam_max_area_ratio * screen_area
+    npx = np.maximum((w * h).astype(np.float64), 1.0)
+    s1 = integ[y1, x1] - integ[y0, x1] - integ[y1, x0] + integ[y0, x0]
+    s2 = integ_sq[y1, x1] - integ_sq[y0, x1] - integ_sq[y1, x0] + integ_sq[y0, x0]
+    std = np.sqrt(np.maximum(0.0, s2 / npx - (s1 / npx) ** 2))  # O(1) per box
+    for i in np.nonzero(masked & ok)[0]:
+        m = cands[i].mask[y0[i] : y1[i], x0[i] : x1[i]]
+        std[i] = float(gray[y0[i] : y1[i], x0[i] : x1[i]][m].std()) if m.any() else 0.0
+    ok &= std >= cfg.sam_min_texture_std
+    seen: set[tuple[int, int, int, int]] = set()
+    kept: list[tuple[_Candidate, float]] = []
+    for i in np.nonzero(ok)[0]:
+        box = (int(x0[i]), int(y0[i]), int(w[i]), int(h[i]))
+        c = cands[i]
+        if c.mask is None:
+            if box in seen:  # the same box from both edge passes
+                continue
+            seen.add(box)
+        kept.append((_Candidate(box, c.score, c.mask), float(area[i])))
+    kept.sort(key=lambda t: (-t[0].score, -t[1]))
+
+    # 1. Centre de-duplication, greedy in score order. Centres live in a grid of
+    #    cells one dedup distance wide: a candidate meets only the 3×3 cells around it.
+    cell = max(1.0, float(cfg.dedup_center_distance))
+    min_d2 = cfg.dedup_center_distance**2
+    grid: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    spread: list[_Candidate] = []
+    for c, _area in kept:
+        x, y, w, h = c.bbox
+        cx, cy = x + w // 2, y + h // 2
+        gx, gy = int(cx // cell), int(cy // cell)
+        if any(
+            (kx - cx) ** 2 + (ky - cy) ** 2 < min_d2
+            for nx in (gx - 1, gx, gx + 1)
+            for ny in (gy - 1, gy, gy + 1)
+            for kx, ky in grid.get((nx, ny), ())
+        ):
+            continue
+        grid.setdefault((gx, gy), []).append((cx, cy))
+        spread.append(c)
+
+    # 2. Repetition-aware ranking.
+    sizes: dict[tuple[int, int], int] = {}
+    for c in spread:
+        key = (c.bbox[2] // 4, c.bbox[3] // 4)
+        sizes[key] = sizes.get(key, 0) + 1
+    ranked = sorted(
+        (
+            (c.score / float(np.sqrt(sizes[(c.bbox[2] // 4, c.bbox[3] // 4)])), i)
+            for i, c in enumerate(spread)
+        ),
+        key=lambda t: (-t[0], t[1]),
+    )
+
+    # 3. Overlap + pHash de-duplication while filling the bound.
+    segments: list[Segment] = []
+    boxes = np.zeros((cfg.max_objects, 4), dtype=np.float64)
+    for score, i in ranked:
+        if len(segments) >= cfg.max_objects:
+            break
+        x, y, w, h = spread[i].bbox
+        crop = _crop_rgb(img, (x, y, w, h))
+        ph = phash(gray[y : y + h, x : x + w])  # == phash(crop): same luma, no second conversion
+        if segments:
+            ob = boxes[: len(segments)]
+            ix = np.clip(np.minimum(ob[:, 0] + ob[:, 2], x + w) - np.maximum(ob[:, 0], x), 0, None)
+            iy = np.clip(np.minimum(ob[:, 1] + ob[:, 3], y + h) - np.maximum(ob[:, 1], y), 0, None)
+            inter = ix * iy
+            iou = inter / (ob[:, 2] * ob[:, 3] + w * h - inter)
+            if any(
+                hamming(segments[int(k)].phash, ph) <= cfg.dedup_hash_distance
+                for k in np.nonzero(iou >= 0.3)[0]
+            ):
+                continue
+        boxes[len(segments)] = (x, y, w, h)
+        segments.append(
+            Segment(bbox=(int(x), int(y), int(w), int(h)), crop=crop, phash=ph, score=float(score))
+        )
+    return segments
+
+
+def _crop_rgb(img: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
+    x, y, w, h = box
+    if img.ndim == 2:
+        return np.ascontiguousarray(np.repeat(img[y : y + h, x : x + w, None], 3, axis=2))
+    return np.ascontiguousarray(img[y : y + h, x : x + w, :3])
+
+
+# ---------------------------------------------------------------------------------------- OpenCV
+
+
+class OpenCVSegmenter:
+    """Classical UI-element finder: colour edges → closed regions → boxes.
+
+    Why this works on GUIs: interactable elements are drawn as regions that
+    contrast with their surroundings (filled buttons, framed cards, icons,
+    runs of text). A per-channel morphological gradient catches borders that
+    differ in hue but not in brightness; a small horizontal closing joins the
+    letters of a label into one block; contours of the result give one box per
+    element (and one per label, which de-duplication folds into its button).
+    Weight-free and a few milliseconds per 1280×720 screen.
+    """
+
+    identity = "opencv:v1"
+
+    def __init__(self, cfg: PerceptionConfig | None = None) -> None:
+        self.cfg = cfg or PerceptionConfig()
+
+    def segment(self, image: np.ndarray) -> list[Segment]:
+        img = np.asarray(image)
+        if img.ndim == 2:
+            img = np.repeat(img[:, :, None], 3, axis=2)
+        img = np.ascontiguousarray(img[:, :, :3], dtype=np.uint8)
+        cfg = self.cfg
+        grad = cv2.morphologyEx(img, cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8))
+        # cv2.max, not ndarray.max(axis=2): the latter is ~20x slower on HxWx3.
+        edge = cv2.max(cv2.max(grad[:, :, 0], grad[:, :, 1]), grad[:, :, 2])
+        _, binary = cv2.threshold(edge, cfg.opencv_edge_threshold, 255, cv2.THRESH_BINARY)
+        # Two passes: the raw edge map keeps adjacent elements apart (cards in a
+        # row, buttons in a toolbar); the closed map joins letters into labels.
+        passes = [binary]
+        k = max(1, int(cfg.opencv_text_join))
+        if k > 1:
+            passes.append(cv2.morphologyEx(binary, cv2.MORPH_CLOSE, np.ones((3, k), np.uint8)))
+        cands = []
+        for b in passes:
+            contours, _ = cv2.findContours(b, cv2.RETR_LIST, cv2.CHAIN_APPROX_SIMPLE)
+            for cnt in contours:
+                x, y, w, h = cv2.boundingRect(cnt)
+                if w < cfg.sam_min_side or h < cfg.sam_min_side:
+                    continue
+                # Rectangularity: UI elements are boxes; ragged outlines are clutter.
+                fill = float(cv2.contourArea(cnt)) / float(w * h)
+                cands.append(_Candidate((x, y, w, h), score=round(min(1.0, fill), 1)))
+        return _finalize(img, cands, cfg)
+
+
+# ------------------------------------------------------------------------------------------- SAM
+
+
+class SamSegmenter:
+    """Segment Anything's automatic mask generator with the Bottom-Up Agent's filters.
+
+    ``model`` may be passed in (tests build ``sam_model_registry["vit_b"](checkpoint=None)``
+    with random weights); otherwise it is built from ``cfg.sam_model`` and
+    ``cfg.sam_checkpoint``. Checkpoints are loaded with ``torch.load(weights_only=True)``:
+    nothing is unpickled. ``points_per_side`` and other generator arguments can be
+    overridden, because SAM on a CPU costs seconds per grid point batch.
+    """
+
+    def __init__(
+        self,
+        cfg: PerceptionConfig | None = None,
+        *,
+        model: Any | None = None,
+        points_per_side: int | None = None,
+        **generator_kwargs: Any,
+    ) -> None:
+        import torch  # lazy: importing kgagent.perception must stay torch-free
+
+        self.cfg = cfg = cfg or PerceptionConfig()
+        device = _torch_device(cfg.device)
+        if model is None:
+            model, tag = _load_sam(cfg)
+        else:
+            tag = "in-memory"
+        model.to(device)
+        model.eval()
+        self.model = model
+        self.identity = f"sam:{cfg.sam_model}:{tag}"
+        self.points_per_side = int(points_per_side or cfg.sam_points_per_side)
+        kwargs: dict[str, Any] = {
+            "points_per_side": self.points_per_side,
+            "output_mode": "binary_mask",
+        }
+        kwargs.update(generator_kwargs)
+        if cfg.sam_model == "vit_t":
+            from mobile_sam import SamAutomaticMaskGenerator  # type: ignore[import-not-found]
+        else:
+            from segment_anything import SamAutomaticMaskGenerator
+        self._torch = torch
+        self.last_mask_count = 0
+        self.generator = SamAutomaticMaskGenerator(model, **kwargs)
+
+    def segment(self, image: np.ndarray) -> list[Segment]:
+        img = np.asarray(image)
+        if img.ndim == 2:
+            img = np.repeat(img[:, :, None], 3, axis=2)
+        img = np.ascontiguousarray(img[:, :, :3], dtype=np.uint8)
+        with self._torch.inference_mode():
+            masks = self.generator.generate(img)
+        # Kept for diagnostics and benchmarks: how many masks SAM proposed
+        # before the filters and de-duplication.
+        self.last_mask_count = len(masks)
+        cands = []
+        for m in masks:
+            x, y, w, h = (int(round(v)) for v in m["bbox"])  # XYWH
+            cands.append(
+                _Candidate(
+                    (x, y, w, h),
+                    score=float(m.get("predicted_iou", 1.0)),
+                    mask=np.asarray(m["segmentation"], dtype=bool),
+                )
+            )
+        return _finalize(img, cands, self.cfg)
+
+
+def _torch_device(name: str) -> Any:
+    import torch
+
+    dev = torch.device(name)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"perception.device={name!r} but no CUDA device is available; use 'cpu'")
+    return dev
+
+
+def _load_sam(cfg: PerceptionConfig) -> tuple[Any, str]:
+    """Build ``cfg.sam_model`` and load ``cfg.sam_checkpoint`` without unpickling."""
+    import torch
+
+    hint = (
+        "download a Segment Anything checkpoint (e.g. sam_vit_b_01ec64.pth) and set "
+        "perception.sam_checkpoint=PATH, or use perception.segmenter=opencv"
+    )
+    if not cfg.sam_checkpoint:
+        raise WeightsUnavailable(f"no SAM checkpoint configured: {hint}")
+    path = Path(cfg.sam_checkpoint).expanduser()
+    if not path.is_file():
+        raise WeightsUnavailable(f"SAM checkpoint {path} does not exist: {hint}")
+    if cfg.sam_model == "vit_t":
+        try:
+            from mobile_sam import sam_model_registry  # type: ignore[import-not-found]
+        except ImportError:
+            raise WeightsUnavailable(
+                "sam_model=vit_t needs the mobile_sam package; install it or use vit_b/vit_l/vit_h"
+            ) from None
+    else:
+        from segment_anything import sam_model_registry
+    if cfg.sam_model not in sam_model_registry:
+        raise ConfigError(
+            f"perception.sam_model={cfg.sam_model!r}; known: vit_b, vit_l, vit_h, vit_t"
+        )
+    try:
+        # Read the file before building the model: a corrupt file fails fast.
+        state = torch.load(str(path), map_location="cpu", weights_only=True)
+        if isinstance(state, dict) and "model" in state and isinstance(state["model"], dict):
+            state = state["model"]
+        model = sam_model_registry[cfg.sam_model](checkpoint=None)
+        model.load_state_dict(state, strict=True)
+    except Exception as e:  # noqa: BLE001 - any failure means "these weights are unusable"
+        raise WeightsUnavailable(
+            f"SAM checkpoint {path} cannot be loaded as {cfg.sam_model} "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}): {hint}"
+        ) from None
+    return model, _file_tag(path)
+
+
+def _file_tag(path: Path) -> str:
+    """Short content hash of a weights file, so identities change when weights do."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256-" + h.hexdigest()[:12]
+
+
+# --------------------------------------------------------------------------------------- factory
+
+
+def make_segmenter(cfg: PerceptionConfig, *, log: Log = print) -> Any:
+    """The segmenter ``cfg.segmenter`` names.
+
+    ``"sam"`` fails with :class:`WeightsUnavailable` when the checkpoint cannot
+    be loaded; ``"auto"`` uses SAM when a checkpoint is configured and loads,
+    and otherwise says once, through ``log``, that it uses the OpenCV segmenter
+    and why.
+    """
+    kind = cfg.segmenter
+    if kind == "opencv":
+        return OpenCVSegmenter(cfg)
+    if kind == "sam":
+        return SamSegmenter(cfg)
+    if kind != "auto":
+        raise ConfigError(f"perception.segmenter={kind!r}; use auto, sam or opencv")
+    if cfg.sam_checkpoint:
+        try:
+            return SamSegmenter(cfg)
+        except WeightsUnavailable as e:
+            log(f"segmenter: SAM unavailable ({e}); using the OpenCV segmenter")
+            return OpenCVSegmenter(cfg)
+    log(
+        "segmenter: no SAM checkpoint configured (perception.sam_checkpoint); "
+        "using the OpenCV segmenter"
+    )
+    return OpenCVSegmenter(cfg)

@@ -1,0 +1,34 @@
+import numpy as np
+import pytest
+
+from kgagent.perception import visual_change
+
+
+def test_exact_fraction_and_strict_threshold():
+    a = np.zeros((4, 5), np.uint8)
+    b = a.copy()
+    b[0, 0] = 31  # exceeds 30: a change
+    b[0, 1] = 30  # equals 30: not a change ("exceeds")
+    b[1, :] = 255  # 5 changes
+    assert visual_change(a, b) == pytest.approx(6 / 20)
+    assert visual_change(a, b, threshold=0) == pytest.approx(7 / 20)
+    assert visual_change(b, a) == visual_change(a, b)  # absolute difference
+
+
+def test_identical_and_total():
+    a = np.full((10, 10, 3), 100, np.uint8)
+    assert visual_change(a, a) == 0.0
+    assert visual_change(a, np.zeros_like(a)) == 1.0
+
+
+def test_rgb_uses_grayscale():
+    a = np.zeros((2, 2, 3), np.uint8)
+    b = a.copy()
+    b[0, 0] = (0, 0, 200)  # pure blue: luma 0.114*200 ≈ 23 -> below 30, no change
+    b[0, 1] = (0, 200, 0)  # pure green: luma ≈ 117 -> change
+    assert visual_change(a, b) == pytest.approx(1 / 4)
+
+
+def test_shape_mismatch_raises():
+    with pytest.raises(ValueError, match="differ in size"):
+        visual_change(np.zeros((4, 4), np.uint8), np.zeros((4, 5), np.uint8))
