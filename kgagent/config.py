@@ -82,7 +82,9 @@ class InvocationConfig:
     """Two-stage skill invocation (Algorithm 1, Eq. 4, 6, 7)."""
 
     m_samples: int = 5  # M: HQ samples per attempt
-    r_good: float = 2.0  # early stop once R_total > r_good: progress and consistency (docs/agent.md)
+    r_good: float = (
+        2.0  # early stop once R_total > r_good: progress and consistency (docs/agent.md)
+    )
     c1: float = 5.0  # Eq. 6 exploration constant (the appendix's UCT uses 0.5)
     base_exploration_utility: float = 0.1
     exploration_trigger: float = 0.9  # exploration dominance trigger

@@ -1,0 +1,225 @@
+"""Learning benchmark: the papers' Table 1 / Table 2 metrics on the built-in games.
+
+Grid: games × ablations × seeds, each a fresh memory, ``--steps`` steps, the
+offline brain, the weight-free pixel encoder and the OpenCV segmenter (so it
+runs on any machine). Then a multi-round run per game: ``--rounds`` runs of
+``--steps`` steps that resume one memory (seed = round), as in Table 2.
+
+    python benchmarks/learning.py                       # 2 games × 4 methods × 3 seeds × 300 steps
+    python benchmarks/learning.py --steps 100 --seeds 1 --games cardgame --jobs 2
+    python benchmarks/learning.py --write docs/bench_learning.md
+
+Metrics: progression and score are the games' ground truth (floors / turns,
+score / techs), read by the harness only; ERR = share of executed skills that
+caused a valid transition; $/100 steps from the brain's usage (0 offline);
+nodes, skill edges and similarity edges from the memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+METHODS = ("full", "no_graph", "no_similarity", "random")
+COLUMNS = (
+    ("progression", "progression", 2),
+    ("score", "score", 1),
+    ("err", "ERR", 3),
+    ("cost_per_100_steps", "$/100 steps", 3),
+    ("nodes", "nodes", 1),
+    ("skill_edges", "skill edges", 1),
+    ("similarity_edges", "sim edges", 1),
+    ("skills_augmented", "augmented", 1),
+    ("actions", "actions", 0),
+    ("duration_s", "time s", 0),
+)
+
+
+def _config(game: str, method: str, seed: int, overrides: list[str]) -> Any:
+    from kgagent.config import Config
+
+    cfg = Config.load(
+        None,
+        [
+            "perception.encoder=pixel",
+            "perception.segmenter=opencv",
+            "brain.kind=offline",
+            f"run.env={game}",
+            f"run.ablation={method}",
+            f"run.seed={seed}",
+            *overrides,
+        ],
+    )
+    return cfg
+
+
+def one_run(
+    game: str, method: str, seed: int, steps: int, memory: str, overrides: list[str]
+) -> dict:
+    """One run in a fresh (or resumed) memory; returns the RunSummary as a dict."""
+    from kgagent.agent.runner import Runner
+
+    cfg = _config(game, method, seed, overrides)
+    s = Runner(cfg, memory_path=memory, progress=False, log=lambda m: None).run(steps)
+    return asdict(s)
+
+
+def rounds_run(game: str, rounds: int, steps: int, memory: str, overrides: list[str]) -> list[dict]:
+    """Table 2: ``rounds`` runs of the full agent resuming one memory, round r with seed r."""
+    return [one_run(game, "full", r, steps, memory, overrides) for r in range(rounds)]
+
+
+def _fmt(values: list[float], digits: int) -> str:
+    if not values:
+        return "-"
+    m = statistics.fmean(values)
+    if len(values) == 1:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def table(results: list[dict], games: list[str]) -> str:
+    head = "| game | method | " + " | ".join(t for _, t, _ in COLUMNS) + " |"
+    lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
+    for g in games:
+        for m in METHODS:
+            rows = [r for r in results if r["env"] == g and r["ablation"] == m]
+            if not rows:
+                continue
+            cells = [_fmt([float(r[k]) for r in rows], d) for k, _, d in COLUMNS]
+            lines.append(f"| {g} | {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def rounds_table(per_game: dict[str, list[dict]]) -> str:
+    cols = (
+        ("progression", "progression"),
+        ("score", "score"),
+        ("err", "ERR"),
+        ("cost_per_100_steps", "$/100 steps"),
+        ("library_size", "library"),
+        ("skills_augmented", "augmented"),
+        ("skills_pruned", "pruned"),
+        ("nodes", "nodes"),
+        ("skill_edges", "skill edges"),
+        ("similarity_edges", "sim edges"),
+    )
+    lines = [
+        "| game | round | " + " | ".join(t for _, t in cols) + " |",
+        "|" + "---|" * (len(cols) + 2),
+    ]
+    for g, rows in per_game.items():
+        for i, r in enumerate(rows):
+            cells = [f"{r[k]:.3f}" if isinstance(r[k], float) else str(r[k]) for k, _ in cols]
+            lines.append(f"| {g} | {i} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def verdict(results: list[dict], per_game: dict[str, list[dict]], games: list[str]) -> str:
+    out = []
+    for g in games:
+
+        def mean(m: str, g: str = g) -> float | None:
+            v = [r["progression"] for r in results if r["env"] == g and r["ablation"] == m]
+            return statistics.fmean(v) if v else None
+
+        full, rnd, nog = mean("full"), mean("random"), mean("no_graph")
+        if full is not None and rnd is not None:
+            ok = full >= 3 * rnd if rnd > 0 else full > 0
+            out.append(
+                f"- {g}: full {full:.2f} vs random {rnd:.2f} (target ≥ 3×): {'met' if ok else 'MISSED'}"
+            )
+        if full is not None and nog is not None:
+            ok = full >= 1.3 * nog if nog > 0 else full > 0
+            out.append(
+                f"- {g}: full {full:.2f} vs no_graph {nog:.2f} (target ≥ 1.3×): {'met' if ok else 'MISSED'}"
+            )
+        rows = per_game.get(g)
+        if rows and len(rows) >= 2:
+            a, b = rows[0]["progression"], rows[-1]["progression"]
+            out.append(
+                f"- {g}: round {len(rows) - 1} progression {b:g} vs round 0 {a:g} "
+                f"(target: better): {'met' if b > a else 'MISSED'}"
+            )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--games", default="cardgame,civgame")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--rounds", type=int, default=4, help="Table 2 rounds (0 to skip)")
+    ap.add_argument("--jobs", type=int, default=1, help="parallel processes")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="S.F=V")
+    ap.add_argument("--write", default=None, help="write a Markdown report to this file")
+    args = ap.parse_args(argv)
+    games = [g for g in args.games.split(",") if g]
+    methods = [m for m in args.methods.split(",") if m]
+    tmp = Path(tempfile.mkdtemp(prefix="kgagent-bench-"))
+    t0 = time.time()
+    jobs = []
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for g in games:
+            for m in methods:
+                for seed in range(args.seeds):
+                    mem = str(tmp / f"{g}-{m}-{seed}")
+                    jobs.append(pool.submit(one_run, g, m, seed, args.steps, mem, args.overrides))
+        round_jobs = {
+            g: pool.submit(
+                rounds_run, g, args.rounds, args.steps, str(tmp / f"{g}-rounds"), args.overrides
+            )
+            for g in games
+            if args.rounds > 0
+        }
+        results = []
+        for j in jobs:
+            r = j.result()
+            results.append(r)
+            print(
+                f"{r['env']:9s} {r['ablation']:13s} seed {r['seed']}: progression {r['progression']:g} "
+                f"score {r['score']:g} ERR {r['err']:.3f} nodes {r['nodes']} ({r['duration_s']:.0f} s)",
+                file=sys.stderr,
+            )
+        per_game = {g: j.result() for g, j in round_jobs.items()}
+    elapsed = time.time() - t0
+    cmd = "python benchmarks/learning.py " + " ".join(
+        shlex.quote(a) for a in (argv or sys.argv[1:])
+    )
+    report = [
+        f"command: `{cmd}`",
+        f"grid: {len(games)} game(s) × {len(methods)} method(s) × {args.seeds} seed(s) × {args.steps} steps; "
+        f"offline brain, pixel encoder, OpenCV segmenter; wall {elapsed / 60:.1f} min",
+        "",
+        "## Methods (mean ± sd over seeds)",
+        "",
+        table(results, games),
+    ]
+    if per_game:
+        report += [
+            "",
+            f"## Rounds resuming one memory ({args.rounds} × {args.steps} steps, full)",
+            "",
+            rounds_table(per_game),
+        ]
+    report += ["", "## Targets", "", verdict(results, per_game, games)]
+    text = "\n".join(report)
+    print(text)
+    if args.write:
+        Path(args.write).write_text("# Learning benchmark\n\n" + text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,288 @@
+"""Bottom-up skill augmentation (SPEC: Skill augmentation).
+
+A candidate skill is a validated shorter skill (the *prefix*, empty for k = 1)
+plus one new atomic action. New atomic actions are tried in the papers' order:
+
+* ``A1`` — the operations of validated single-step skills (only after a
+  prefix: on an empty prefix they would merely rediscover those skills);
+* ``A2`` — actions on recognised UI objects: a click on each object, and
+  occasionally a double click, a right click or a drag between two objects;
+* ``A3`` — residual actions: clicks on grid points outside every recognised
+  object, and single key presses from ``cfg.augment.keys``.
+
+Within a group the order is shuffled; operations already tried from this state
+after this prefix (remembered in the state's MCTS tree) come last, so repeated
+visits explore new actions instead of repeating dead ones. An operation whose
+Δ is below ``cfg.augment.min_change`` changed nothing and is never kept; the
+search stops at the first operation with a recognisable effect. The loop then
+asks the brain to name the sequence or declare it meaningless.
+
+Which k to build: k = 1 while the state still has untried single actions; a
+longer skill (prefix of length k − 1, up to ``k_max``) is attempted with a
+probability equal to the share of this state's single actions already tried.
+So k grows exactly as fast as the short search space of a state gets used up.
+Nothing here knows any program: objects, grid points and keys are all there is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kgagent.actions import Operation
+from kgagent.config import Config
+from kgagent.envs.base import Screen
+from kgagent.memory.models import Skill, UIObject
+from kgagent.perception.change import visual_change
+
+from .executor import CropLookup, Execution, HintLookup, OpResult, execute
+from .invocation import MctsStats
+
+#: Objects on a screen (segmented and registered in memory), for A2 after a prefix.
+ObjectsOn = Callable[[np.ndarray], list[UIObject]]
+
+
+def op_key(op: Operation) -> str:
+    """A stable identity of an atomic operation (its display name excluded)."""
+    d = op.to_dict()
+    d.pop("object_name", None)
+    return json.dumps(d, sort_keys=True)
+
+
+def ops_key(ops: Sequence[Operation]) -> str:
+    """A stable identity of an operation sequence (duplicate-skill detection)."""
+    return json.dumps([json.loads(op_key(o)) for o in ops])
+
+
+def _inside(pt: tuple[int, int], bbox: tuple[int, int, int, int]) -> bool:
+    x, y, w, h = bbox
+    return x <= pt[0] < x + w and y <= pt[1] < y + h
+
+
+def object_actions(
+    objects: Sequence[UIObject], rng: np.random.Generator, rare_prob: float
+) -> list[Operation]:
+    """A2: a click on every object, plus occasional double/right clicks and drags."""
+    clicks = [Operation("click", object_id=o.id, object_name=o.name or None) for o in objects]
+    rng.shuffle(clicks)
+    rare: list[Operation] = []
+    for o in objects:
+        if rng.random() < rare_prob:
+            kind = "double_click" if rng.random() < 0.5 else "right_click"
+            rare.append(Operation(kind, object_id=o.id, object_name=o.name or None))
+        if len(objects) > 1 and rng.random() < rare_prob:
+            other = objects[int(rng.integers(len(objects)))]
+            if other.id != o.id:
+                rare.append(
+                    Operation(
+                        "drag", object_id=o.id, object_name=o.name or None, object_id2=other.id
+                    )
+                )
+    out = list(clicks)
+    for op in rare:  # "occasionally": spread among the clicks, not all at the end
+        out.insert(int(rng.integers(len(out) + 1)), op)
+    return out
+
+
+def residual_actions(
+    size: tuple[int, int],
+    objects: Sequence[UIObject],
+    cfg: Config,
+    rng: np.random.Generator,
+) -> list[Operation]:
+    """A3: clicks on grid-cell centres outside every recognised object, and key presses."""
+    w, h = size
+    n = max(1, cfg.augment.residual_grid)
+    ops: list[Operation] = []
+    for gy in range(n):
+        for gx in range(n):
+            pt = (int((gx + 0.5) * w / n), int((gy + 0.5) * h / n))
+            if any(_inside(pt, o.bbox) for o in objects):
+                continue
+            ops.append(Operation("click", point=pt))
+    ops.extend(Operation("key", key=k) for k in cfg.augment.keys)
+    rng.shuffle(ops)
+    return ops
+
+
+def order_untried(ops: Sequence[Operation], tried: dict[str, float]) -> list[Operation]:
+    """Untried operations first (keeping their order), then tried ones by the change they caused."""
+    seen: set[str] = set()
+    fresh: list[Operation] = []
+    old: list[tuple[float, Operation]] = []
+    for op in ops:
+        k = op_key(op)
+        if k in seen:
+            continue
+        seen.add(k)
+        if k in tried:
+            old.append((-tried[k], op))
+        else:
+            fresh.append(op)
+    old.sort(key=lambda t: t[0])
+    return fresh + [op for _, op in old]
+
+
+@dataclass
+class AugmentResult:
+    """The outcome of one augmentation attempt."""
+
+    found: bool  # a sequence with a recognisable effect was found
+    operations: list[Operation]  # the sequence to keep (prefix + new op) when found
+    prefix: Skill | None  # the validated shorter skill extended (None for k = 1)
+    execution: Execution  # before = start of augmentation, after = final screen
+    k: int
+    prefix_executed: bool = False  # the prefix ran (and had an effect) even if nothing was found
+    tried: list[tuple[str, float]] = field(default_factory=list)  # (op description, Δ)
+    actions: int = 0  # concrete actions sent to the program, discarded tries included
+
+
+def choose_prefix(
+    library: Sequence[Skill],
+    tree: MctsStats,
+    present: Callable[[str], bool],
+    cfg: Config,
+    rng: np.random.Generator,
+) -> Skill | None:
+    """A validated skill shorter than k_max whose objects are all on screen, least extended first."""
+    options = [
+        s
+        for s in library
+        if s.status == "active"
+        and 1 <= len(s.operations) < cfg.augment.k_max
+        and all(present(o) for o in s.object_ids())
+    ]
+    if not options:
+        return None
+    tries = np.array([len(tree.tried(s.id)) for s in options], dtype=float)
+    best = np.flatnonzero(tries == tries.min())
+    return options[int(rng.choice(best))]
+
+
+def augment(
+    screen: Screen,
+    *,
+    objects: Sequence[UIObject],
+    objects_on: ObjectsOn,
+    tree: MctsStats,
+    library: Sequence[Skill],
+    crop_of: CropLookup,
+    present: Callable[[str], bool],
+    cfg: Config,
+    rng: np.random.Generator,
+    hint_of: HintLookup | None = None,
+) -> AugmentResult:
+    """Grow one skill bottom-up from the current screen (see the module docstring).
+
+    ``objects`` are the current state's objects (A2); ``objects_on`` segments a
+    screen reached after a prefix; ``present`` says whether an object is on the
+    current screen (prefix choice); ``tree`` is the state's MCTS statistics, whose
+    record of tried operations is updated in place (the caller stores it).
+    """
+    start = screen.observe()
+    size = (start.shape[1], start.shape[0])
+    base = object_actions(objects, rng, cfg.augment.rare_action_prob) + residual_actions(
+        size, objects, cfg, rng
+    )
+    tried_here = tree.tried("")
+    untried_share = (
+        sum(1 for op in base if op_key(op) not in tried_here) / len(base) if base else 0.0
+    )
+    prefix: Skill | None = None
+    if cfg.augment.k_max > 1 and rng.random() >= untried_share:
+        prefix = choose_prefix(library, tree, present, cfg, rng)
+
+    all_ops: list[OpResult] = []
+    tried_log: list[tuple[str, float]] = []
+    prefix_ops: list[Operation] = []
+    actions = 0
+
+    if prefix is None:
+        k = 1
+        candidates = order_untried(base, tried_here)
+        prefix_key = ""
+    else:
+        k = len(prefix.operations) + 1
+        pre = execute(prefix.operations, screen, crop_of, cfg, hint_of)
+        all_ops.extend(pre.ops)
+        actions += pre.actions
+        if not pre.ok or pre.change < cfg.augment.min_change or screen.done:
+            # The prefix did not work here: nothing to extend. Report what happened.
+            return AugmentResult(
+                found=False,
+                operations=[],
+                prefix=prefix,
+                execution=_combine(start, screen.observe(), all_ops, pre.error, cfg),
+                k=k,
+                prefix_executed=pre.actions > 0,
+                tried=[(f"prefix {prefix.name}", pre.change)],
+                actions=actions,
+            )
+        prefix_ops = list(prefix.operations)
+        after_prefix = screen.observe()
+        objs = objects_on(after_prefix)
+        a1 = [s.operations[0] for s in library if s.status == "active" and len(s.operations) == 1]
+        rng.shuffle(a1)  # type: ignore[arg-type]
+        a2 = object_actions(objs, rng, cfg.augment.rare_action_prob)
+        a3 = residual_actions(size, objs, cfg, rng)
+        prefix_key = prefix.id
+        candidates = order_untried(a1 + a2 + a3, tree.tried(prefix_key))
+
+    budget = cfg.augment.candidates_per_length
+    for op in candidates:
+        if budget <= 0 or screen.done:
+            break
+        ex = execute([op], screen, crop_of, cfg, hint_of)
+        all_ops.extend(ex.ops)
+        actions += ex.actions
+        if ex.actions == 0:
+            # Not groundable on this screen (a stale object): free, try the next one.
+            continue
+        budget -= 1
+        tried_log.append((op.describe(), ex.change))
+        tree.mark_tried(prefix_key, op_key(op), ex.change)
+        if ex.change >= cfg.augment.min_change:
+            # Stop at the first recognisable effect. (A new state implies a change
+            # far above min_change, so Δ alone decides.)
+            return AugmentResult(
+                found=True,
+                operations=prefix_ops + [op],
+                prefix=prefix,
+                execution=_combine(start, screen.observe(), all_ops, None, cfg),
+                k=k,
+                prefix_executed=prefix is not None,
+                tried=tried_log,
+                actions=actions,
+            )
+        # Δ below the floor: the operation changed nothing and is not kept.
+    return AugmentResult(
+        found=False,
+        operations=[],
+        prefix=prefix,
+        execution=_combine(start, screen.observe(), all_ops, None, cfg),
+        k=k,
+        prefix_executed=prefix is not None,
+        tried=tried_log,
+        actions=actions,
+    )
+
+
+def _combine(
+    before: np.ndarray,
+    after: np.ndarray,
+    ops: list[OpResult],
+    error: str | None,
+    cfg: Config,
+) -> Execution:
+    return Execution(
+        before=before,
+        after=after,
+        ops=ops,
+        change=visual_change(before, after, cfg.perception.change_threshold),
+        ok=error is None,
+        error=error,
+        grounding_failed=any(r.error and r.action is None for r in ops) and error is not None,
+    )

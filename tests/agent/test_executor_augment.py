@@ -1,0 +1,139 @@
+"""Execution by grounding (never a blind click) and the augmentation stopping rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kgagent.actions import Operation
+from kgagent.agent.augment import augment, op_key
+from kgagent.agent.executor import execute
+from kgagent.agent.invocation import MctsStats
+from kgagent.envs.base import Screen
+from kgagent.memory import Skill
+from kgagent.perception.segmenters import phash
+
+from .toy import TEX, A, B, T, ToyEnv
+
+
+def _objects(memory):
+    objs = {}
+    for key, box in (("A", A), ("B", B), ("T", T)):
+        objs[key] = memory.upsert_object(TEX[key], box, phash(TEX[key]), name=f"btn{key}")
+    return objs
+
+
+def test_execute_grounds_object_and_clicks_its_centre(memory, cfg, toy) -> None:
+    objs = _objects(memory)
+    screen = Screen(toy)
+    ex = execute([Operation("click", object_id=objs["B"].id)], screen, memory.object_crop, cfg)
+    assert ex.ok and toy.selected
+    a = ex.ops[0].action
+    assert (a.x, a.y) == (B[0] + B[2] // 2, B[1] + B[3] // 2)
+    assert ex.ops[0].grounding[0].found and ex.change > 0
+
+
+def test_grounding_failure_aborts_without_clicking(memory, cfg, toy) -> None:
+    rng = np.random.default_rng(9)
+    ghost = memory.upsert_object(
+        ghost_crop := rng.integers(0, 255, (30, 40, 3), dtype=np.uint8),
+        (60, 40, 40, 30),
+        phash(ghost_crop),
+    )
+    objs = _objects(memory)
+    screen = Screen(toy)
+    ops = [Operation("click", object_id=ghost.id), Operation("click", object_id=objs["A"].id)]
+    ex = execute(ops, screen, memory.object_crop, cfg)
+    assert not ex.ok and ex.grounding_failed and "not found" in ex.error
+    assert toy.steps == 0  # nothing reached the program, not even the second op
+    assert ex.actions == 0 and ex.ops[0].action is None
+
+
+def test_two_step_skill_and_keys(memory, cfg, toy) -> None:
+    objs = _objects(memory)
+    screen = Screen(toy)
+    ops = [
+        Operation("click", object_id=objs["B"].id),
+        Operation("click", object_id=objs["T"].id),
+        Operation("key", key="enter"),
+    ]
+    ex = execute(ops, screen, memory.object_crop, cfg)
+    assert ex.ok and toy.fired == 1 and ex.actions == 3
+    assert ex.ops[2].change == 0.0  # the key did nothing
+
+
+class DeadEnv(ToyEnv):
+    def step(self, action):
+        self.steps += 1
+        return self.observe(), 0.0, False, False, {}
+
+
+def _run_augment(memory, cfg, env, objs, tree, library=(), seed=0):
+    screen = Screen(env)
+    res = augment(
+        screen,
+        objects=list(objs.values()),
+        objects_on=lambda img: list(objs.values()),
+        tree=tree,
+        library=list(library),
+        crop_of=memory.object_crop,
+        present=lambda oid: True,
+        cfg=cfg,
+        rng=np.random.default_rng(seed),
+    )
+    return res
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_augment_stops_at_first_effect_and_keeps_no_dead_operation(memory, cfg, seed) -> None:
+    cfg.augment.rare_action_prob = 0.0
+    cfg.augment.candidates_per_length = 50  # budget is not what stops it
+    env = ToyEnv()
+    env.reset()
+    objs = _objects(memory)
+    tree = MctsStats()
+    res = _run_augment(memory, cfg, env, objs, tree, seed=seed)
+    assert res.found and res.k == 1 and res.prefix is None
+    changes = [c for _, c in res.tried]
+    assert changes[-1] >= cfg.augment.min_change  # the kept operation had an effect
+    assert all(c < cfg.augment.min_change for c in changes[:-1])  # every earlier one did not
+    assert len(res.operations) == 1  # the no-change operations were not kept
+    assert env.steps == len(res.tried)  # nothing was tried after the first effect
+    assert len(tree.tried("")) == len(res.tried)
+
+
+def test_augment_does_not_repeat_dead_operations(memory, cfg) -> None:
+    cfg.augment.rare_action_prob = 0.0
+    cfg.augment.candidates_per_length = 4
+    env = DeadEnv()  # nothing responds to anything
+    env.reset()
+    objs = _objects(memory)
+    tree = MctsStats()
+    first = _run_augment(memory, cfg, env, objs, tree, seed=1)
+    second = _run_augment(memory, cfg, env, objs, tree, seed=1)
+    assert not first.found and not second.found
+    assert len(first.tried) == len(second.tried) == 4
+    assert not {d for d, _ in first.tried} & {d for d, _ in second.tried}
+    assert len(tree.tried("")) == 8
+
+
+def test_augment_grows_k_from_a_validated_prefix(memory, cfg) -> None:
+    cfg.augment.rare_action_prob = 0.0
+    env = ToyEnv()
+    env.reset()
+    objs = _objects(memory)
+    select_b = Operation("click", object_id=objs["B"].id)
+    prefix = Skill("k-b", "select B", "", [select_b], fitness=1.0, executions=1)
+    tree = MctsStats()
+    # Every single action from this state has been tried already: k must grow.
+    from kgagent.agent.augment import object_actions, residual_actions
+
+    rng = np.random.default_rng(0)
+    for op in object_actions(list(objs.values()), rng, 0.0) + residual_actions(
+        (240, 160), list(objs.values()), cfg, rng
+    ):
+        tree.mark_tried("", op_key(op), 0.0)
+    res = _run_augment(memory, cfg, env, objs, tree, library=[prefix], seed=3)
+    assert res.k == 2 and res.prefix is prefix and res.prefix_executed
+    assert res.found and res.operations[0] == select_b and len(res.operations) == 2
+    assert tree.tried(prefix.id)  # extensions are remembered per prefix

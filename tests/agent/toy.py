@@ -1,0 +1,100 @@
+"""A tiny, fully known program for the agent tests (not a game: three widgets).
+
+* button A (textured, left): toggles a large panel — a new screen;
+* button B (textured, middle): first click selects it (a small highlight),
+  a click on target T after that "fires" (the panel colour changes) — a
+  two-step skill;
+* target T (right): does nothing on its own;
+* key "enter": does nothing; everything else: nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kgagent.actions import Action
+from kgagent.envs.base import Env, GroundTruth
+from kgagent.perception.base import Segment
+from kgagent.perception.segmenters import phash
+
+W, H = 240, 160
+A = (20, 110, 40, 30)
+B = (100, 110, 40, 30)
+T = (180, 110, 40, 30)
+
+
+def _texture(seed: int, w: int, h: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 255, (h, w, 3), dtype=np.uint8)
+
+
+TEX = {"A": _texture(1, A[2], A[3]), "B": _texture(2, B[2], B[3]), "T": _texture(3, T[2], T[3])}
+
+
+def _inside(x: int, y: int, box: tuple[int, int, int, int]) -> bool:
+    bx, by, bw, bh = box
+    return bx <= x < bx + bw and by <= y < by + bh
+
+
+class ToyEnv(Env):
+    name = "toy"
+
+    def __init__(self) -> None:
+        self.panel = False
+        self.selected = False
+        self.fired = 0
+        self.steps = 0
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return (W, H)
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        self.panel = self.selected = False
+        self.fired = self.steps = 0
+        return self.observe(), {}
+
+    def step(self, action: Action) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self.steps += 1
+        if action.kind == "click":
+            x, y = action.x, action.y
+            if _inside(x, y, A):
+                self.panel = not self.panel
+            elif _inside(x, y, B):
+                self.selected = True
+            elif _inside(x, y, T) and self.selected:
+                self.selected = False
+                self.fired += 1
+        return self.observe(), 0.0, False, False, {}
+
+    def observe(self) -> np.ndarray:
+        img = np.full((H, W, 3), 40, dtype=np.uint8)
+        if self.panel:
+            img[10:100, 10:230] = (200, 200, 60)
+        img[10:30, 10 : 10 + 20 * (self.fired % 10)] = (220, 60, 60)
+        for key, box in (("A", A), ("B", B), ("T", T)):
+            x, y, w, h = box
+            img[y : y + h, x : x + w] = TEX[key]
+        if self.selected:
+            x, y, w, h = B
+            img[y - 4 : y - 1, x : x + w] = (255, 255, 255)
+        return img
+
+    def ground_truth(self) -> GroundTruth:
+        return GroundTruth(progression=float(self.fired), score=float(self.fired))
+
+
+class ToySegmenter:
+    """Returns the three widgets as segments (what a perfect segmenter would see)."""
+
+    identity = "toy"
+
+    def segment(self, image: np.ndarray) -> list[Segment]:
+        out = []
+        for box in (A, B, T):
+            x, y, w, h = box
+            crop = image[y : y + h, x : x + w].copy()
+            out.append(Segment(box, crop, phash(crop)))
+        return out
