@@ -22,7 +22,7 @@ play: $(STAMP)
 test: system-deps $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
-	KGAGENT_ENGINE=kuzu $(BIN)/python -m pytest -q tests/memory tests/cli tests/agent
+	KGAGENT_ENGINE=kuzu $(BIN)/python -m pytest -q -m "not slow"
 
 setup: $(STAMP)
 

@@ -171,11 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     jobs = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for g in games:
-            for m in methods:
-                for seed in range(args.seeds):
-                    mem = str(tmp / f"{g}-{m}-{seed}")
-                    jobs.append(pool.submit(one_run, g, m, seed, args.steps, mem, args.overrides))
+        # The rounds are sequential within a game (each resumes the last memory): the
+        # longest jobs, so they are submitted first and the single runs fill the gaps.
         round_jobs = {
             g: pool.submit(
                 rounds_run, g, args.rounds, args.steps, str(tmp / f"{g}-rounds"), args.overrides
@@ -183,6 +180,11 @@ def main(argv: list[str] | None = None) -> int:
             for g in games
             if args.rounds > 0
         }
+        for g in games:
+            for m in methods:
+                for seed in range(args.seeds):
+                    mem = str(tmp / f"{g}-{m}-{seed}")
+                    jobs.append(pool.submit(one_run, g, m, seed, args.steps, mem, args.overrides))
         results = []
         for j in jobs:
             r = j.result()

@@ -48,6 +48,7 @@ class MemoryConfig:
     object_hash_distance: int = 6  # max Hamming distance of 64-bit pHashes for one object
     object_size_tolerance: float = 0.25  # ... and at most this relative difference in w and h
     similar_weight_tolerance: float = 0.005  # rewrite a SIMILAR weight only when it moves more
+    compact_every: int = 400  # compact the vector table after this many appends (0: on close only)
     backup_on_migrate: bool = True
 
 
@@ -95,6 +96,10 @@ class InvocationConfig:
     prob_clip: float = 1e-6  # probabilities clipped to [clip, 1 − clip]
     suspend_after_failures: int = 3
     suspend_steps: int = 50  # a suspended skill is reconsidered after this many steps
+    # Anti-cycling (docs/agent.md): a skill whose execution from a state was judged not
+    # progressive is not a candidate from that state (stage 1 and stage 2) for this many
+    # steps of the episode; 0 disables it.
+    stale_steps: int = 50
 
 
 @dataclass
@@ -128,6 +133,12 @@ class RewardConfig:
     r_prune: float = 0.0  # remove a skill whose R_total stays below this
     prune_window: int = 3  # ... for this many executions in a row
     fitness_decay: float = 0.8  # φ ← decay·φ + (1 − decay)·R_total (bounded, see docs)
+    # Screen novelty (Transition.new_screen_in_episode): an after-screen is a new
+    # configuration when its Δ (quarter-resolution grey) against every screen of its state
+    # seen in this episode exceeds this share of the pixels (docs/agent.md).
+    screen_novelty_change: float = 0.001
+    screen_novelty_cap: int = 64  # screens remembered per state per episode (FIFO)
+    screen_novelty_scale: int = 4  # screens are compared downscaled by this factor
 
 
 @dataclass

@@ -24,24 +24,46 @@ RETURN s.visits AS visits;
 MATCH (s:State {id: $state})-[e:SIMILAR]-(u:State)
 RETURN u.id AS id, e.weight AS weight;
 
-// name: similar_create
-MATCH (a:State {id: $a}), (b:State {id: $b})
-CREATE (a)-[:SIMILAR {weight: $weight}]->(b);
+// name: similar_create_out
+// New similarity edges $state -> other, in one statement: rows = [{id, weight}].
+// Each pair is stored once, smaller id first; readers treat SIMILAR as undirected.
+MATCH (a:State {id: $state})
+UNWIND $rows AS r
+MATCH (b:State {id: r.id})
+CREATE (a)-[:SIMILAR {weight: r.weight}]->(b);
 
-// name: similar_set_weight
-// Either stored direction. (An undirected pattern here trips an assertion in kuzu 0.11.3
-// when the edge is stored b -> a.)
-MATCH (a:State {id: $a}), (b:State {id: $b})
-OPTIONAL MATCH (a)-[e1:SIMILAR]->(b)
-OPTIONAL MATCH (b)-[e2:SIMILAR]->(a)
-SET e1.weight = $weight, e2.weight = $weight;
+// name: similar_create_in
+// New similarity edges other -> $state (rows = [{id, weight}]).
+MATCH (a:State {id: $state})
+UNWIND $rows AS r
+MATCH (b:State {id: r.id})
+CREATE (b)-[:SIMILAR {weight: r.weight}]->(a);
 
-// name: similar_delete
-// Either stored direction (both engines refuse DELETE through an undirected pattern).
-MATCH (a:State {id: $a}), (b:State {id: $b})
-OPTIONAL MATCH (a)-[e1:SIMILAR]->(b)
-OPTIONAL MATCH (b)-[e2:SIMILAR]->(a)
-DELETE e1, e2;
+// name: similar_set_weight_out
+// Re-weigh edges stored $state -> other (rows = [{id, weight}]). An undirected SET trips an
+// assertion in kuzu 0.11.3, so each stored direction has its own statement.
+MATCH (a:State {id: $state})
+UNWIND $rows AS r
+MATCH (a)-[e:SIMILAR]->(b:State {id: r.id})
+SET e.weight = r.weight;
+
+// name: similar_set_weight_in
+// Re-weigh edges stored other -> $state (rows = [{id, weight}]).
+MATCH (a:State {id: $state})
+UNWIND $rows AS r
+MATCH (b:State {id: r.id})-[e:SIMILAR]->(a)
+SET e.weight = r.weight;
+
+// name: similar_delete_out
+// Both engines refuse DELETE through an undirected pattern: one statement per direction.
+MATCH (a:State {id: $state})-[e:SIMILAR]->(b:State)
+WHERE b.id IN $ids
+DELETE e;
+
+// name: similar_delete_in
+MATCH (b:State)-[e:SIMILAR]->(a:State {id: $state})
+WHERE b.id IN $ids
+DELETE e;
 
 // name: neighbourhood
 // Eq. 2: the state and every state joined to it by a similarity edge.

@@ -326,7 +326,7 @@ class Memory:
             merged = normalize(vs.vector(best) + x)  # normalised mean of old and new
             rev = vs.rev(best) + 1
             vs.put(best, rev, merged)
-            self._puts += 1
+            self._note_put()
             _, _, near = vs.search(merged, self.theta_simi)
             self._db.begin()
             try:
@@ -342,7 +342,7 @@ class Memory:
         sid = new_id("s")
         thumb = self.blobs.put_image(_thumbnail(thumbnail)) if thumbnail is not None else ""
         vs.put(sid, 0, x)
-        self._puts += 1
+        self._note_put()
         self._db.begin()
         try:
             self._q("state_create", state=sid, rev=0, now=now, thumbnail=thumb)
@@ -354,6 +354,13 @@ class Memory:
         vs.commit(sid, 0, x)
         return StateHit(sid, True, 1.0, 1, added, 0)
 
+    def _note_put(self) -> None:
+        """Appends fragment the vector table; compacting now and then keeps appends fast."""
+        self._puts += 1
+        every = self.config.memory.compact_every
+        if every > 0 and self._puts % every == 0:
+            self.vectors.compact()
+
     def _sync_similar(
         self, sid: str, near: list[tuple[str, float]], *, fresh: bool
     ) -> tuple[int, int]:
@@ -362,19 +369,26 @@ class Memory:
             {} if fresh else {r["id"]: float(r["weight"]) for r in self._q("similar_of", state=sid)}
         )
         tol = self.config.memory.similar_weight_tolerance
-        added = removed = 0
-        for u, c in want.items():
-            a, b = (sid, u) if sid < u else (u, sid)
-            if u not in have:
-                self._q("similar_create", a=a, b=b, weight=float(c))
-                added += 1
-            elif abs(have[u] - c) > tol:
-                self._q("similar_set_weight", a=a, b=b, weight=float(c))
-        for u in have:
-            if u not in want:
-                self._q("similar_delete", a=sid, b=u)
-                removed += 1
-        return added, removed
+        create = [{"id": u, "weight": float(c)} for u, c in want.items() if u not in have]
+        moved = [
+            {"id": u, "weight": float(c)}
+            for u, c in want.items()
+            if u in have and abs(have[u] - c) > tol
+        ]
+        gone = [u for u in have if u not in want]
+        out = [r for r in create if sid < r["id"]]  # stored once per pair, smaller id first
+        into = [r for r in create if r["id"] < sid]
+        if out:
+            self._q("similar_create_out", state=sid, rows=out)
+        if into:
+            self._q("similar_create_in", state=sid, rows=into)
+        if moved:
+            self._q("similar_set_weight_out", state=sid, rows=moved)
+            self._q("similar_set_weight_in", state=sid, rows=moved)
+        if gone:
+            self._q("similar_delete_out", state=sid, ids=gone)
+            self._q("similar_delete_in", state=sid, ids=gone)
+        return len(create), len(gone)
 
     def state_feature(self, state_id: str) -> np.ndarray:
         vs = self._need_vectors()
