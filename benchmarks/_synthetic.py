@@ -53,7 +53,7 @@ class Synthetic:
 
 
 def hex_ids(prefix: str, n: int, rng: np.random.Generator) -> list[str]:
-    """``prefix-<16 hex>`` keys like :func:`kgagent.memory.store.new_id`, unique."""
+    """``prefix-<16 hex>`` keys, unique (the store makes ``prefix-<seq>-<hex>``; any string works)."""
     raw = rng.integers(0, 2**63 - 1, size=int(n * 1.01) + 16, dtype=np.int64)
     uniq = np.unique(raw)
     rng.shuffle(uniq)

@@ -138,6 +138,7 @@ class RewardConfig:
     # seen in this episode exceeds this share of the pixels (docs/agent.md).
     screen_novelty_change: float = 0.001
     screen_novelty_cap: int = 64  # screens remembered per state per episode (FIFO)
+    screen_novelty_total_cap: int = 512  # ... and over all states (FIFO)
     screen_novelty_scale: int = 4  # screens are compared downscaled by this factor
 
 

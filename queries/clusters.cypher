@@ -15,7 +15,8 @@ MERGE (k)-[:MEMBER_OF]->(c);
 
 // name: cluster_of
 MATCH (k:Skill {id: $skill})-[:MEMBER_OF]->(c:SkillCluster)
-RETURN c.id AS id;
+RETURN c.id AS id
+ORDER BY id;
 
 // name: cluster_select
 MATCH (c:SkillCluster {id: $cluster})
@@ -27,4 +28,5 @@ RETURN c.selections AS selections;
 MATCH (k:Skill)-[:MEMBER_OF]->(c:SkillCluster {id: $cluster})
 MATCH (s:State)-[e:SKILL_EDGE]->(:State)
 WHERE e.skill = k.id
-RETURN DISTINCT s.id AS id;
+RETURN DISTINCT s.id AS id
+ORDER BY id;

@@ -6,7 +6,8 @@ RETURN s.id AS id, s.feature_rev AS feature_rev, s.visits AS visits,
 
 // name: state_revisions
 // Every state with the feature revision the graph committed (vector consistency).
-MATCH (s:State) RETURN s.id AS id, s.feature_rev AS feature_rev;
+MATCH (s:State) RETURN s.id AS id, s.feature_rev AS feature_rev
+ORDER BY id;
 
 // name: state_create
 CREATE (s:State {id: $state, feature_rev: $rev, visits: 1, first_seen: $now,
@@ -22,7 +23,8 @@ RETURN s.visits AS visits;
 // name: similar_of
 // Similarity edges of one state (undirected).
 MATCH (s:State {id: $state})-[e:SIMILAR]-(u:State)
-RETURN u.id AS id, e.weight AS weight;
+RETURN u.id AS id, e.weight AS weight
+ORDER BY id;
 
 // name: similar_create_out
 // New similarity edges $state -> other, in one statement: rows = [{id, weight}].
@@ -75,6 +77,8 @@ RETURN u.id AS id, e.weight AS weight;
 
 // name: hq_candidates
 // Eq. 3: skills on outgoing skill edges of the neighbourhood of experience, best edge first.
+// (Memory.hq_candidates keeps each skill's best edge and drops suspended skills; pruned
+// skills have no edges left.)
 MATCH (v:State {id: $state})-[:SIMILAR*0..1]-(u:State)-[e:SKILL_EDGE]->(w:State)
 RETURN e.skill AS skill, e.weight AS weight, u.id AS from_state, w.id AS to_state
 ORDER BY weight DESC, skill, from_state, to_state;

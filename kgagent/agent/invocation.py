@@ -98,15 +98,23 @@ def ucb_scores(
     )
 
 
-def prefilter(skills: Sequence[Skill], missing_share: Sequence[float]) -> list[int]:
-    """Indices of skills worth scoring: not suspended/pruned, and not all objects missing.
+def prefilter(
+    skills: Sequence[Skill],
+    missing_share: Sequence[float],
+    stale: Sequence[bool] | None = None,
+) -> list[int]:
+    """Indices of skills worth scoring: not suspended/pruned, not all objects missing, not stale.
 
     A skill with no objects at all (keys, raw points) has a missing share of 0
-    and always passes.
+    and always passes. ``stale[k]`` marks a skill that recently failed to make
+    progress from this state (the loop's anti-cycling, ``invocation.stale_steps``);
+    it is filtered like a suspended one.
     """
     keep = []
     for i, (s, ms) in enumerate(zip(skills, missing_share, strict=True)):
         if s.status != "active":
+            continue
+        if stale is not None and stale[i]:
             continue
         if s.object_ids() and float(ms) >= 1.0:
             continue
@@ -171,6 +179,7 @@ def choose_in_cluster(
     explore_visits: int,
     cfg: InvocationConfig,
     rng: np.random.Generator,
+    stale: Sequence[bool] | None = None,
 ) -> ClusterChoice:
     """Score the cluster's skills (Eq. 6), add the explore arm, softmax (Eq. 7), sample.
 
@@ -179,9 +188,10 @@ def choose_in_cluster(
     (from its MCTS tree). Familiar states therefore explore less than states
     where augmentation has rarely been tried, while ``N_i`` keeps growing with
     the cluster's use. When the explore arm's probability exceeds
-    ``exploration_trigger`` the step is pure exploration.
+    ``exploration_trigger`` the step is pure exploration — and so it is when the
+    pre-filter (suspended, all objects missing, ``stale``) leaves no skill.
     """
-    keep = prefilter(skills, missing_share)
+    keep = prefilter(skills, missing_share, stale)
     kept = [skills[i] for i in keep]
     tau = temperature(total_selections, cfg)
     eta = ucb_scores(

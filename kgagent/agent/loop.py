@@ -41,6 +41,7 @@ from kgagent.envs.base import Screen
 from kgagent.errors import KGAgentError
 from kgagent.memory.models import Skill, StateHit, UIObject
 from kgagent.perception.base import Segmenter, StateEncoder
+from kgagent.perception.change import to_gray, visual_change
 
 from .augment import AugmentResult, augment, object_actions, ops_key, residual_actions
 from .executor import Execution, execute, object_present
@@ -65,6 +66,7 @@ class ExecutionRecord:
     grounding: list[dict[str, Any]] = field(default_factory=list)  # per executed op
     change: float = 0.0
     new_state: bool = False
+    new_screen: bool = False  # the after-screen was a configuration new in this episode
     r_progress: float = 0.0
     r_semantic: float = 0.0
     r_state: float = 0.0
@@ -158,7 +160,15 @@ class Agent:
         self._visited: set[str] = set()  # states seen in this episode
         self._state_objects: dict[str, list[UIObject]] = {}
         self._crops: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._last: tuple[np.ndarray, StateHit, np.ndarray] | None = None
+        # (last merged screen, its state, its feature, whether it was a new screen config)
+        self._last: tuple[np.ndarray, StateHit, np.ndarray, bool] | None = None
+        # Episode-local: reduced grey screens seen per state (screen novelty), and the
+        # step at which a (state, skill) execution was judged not progressive (stale).
+        self._screens: dict[str, deque[tuple[int, np.ndarray]]] = {}
+        self._screen_order: deque[tuple[int, str]] = deque()  # (seq, state) oldest first
+        self._screen_seq = 0
+        self._screen_count = 0  # screens kept over all states
+        self._stale: dict[tuple[str, str], int] = {}
         self._effects: dict[str, deque[np.ndarray]] = {}
         # States each skill was executed from in this run (the graph keeps only
         # successful ones as skill edges; no_graph keeps none).
@@ -183,15 +193,76 @@ class Agent:
         mean feature towards itself.
         """
         if self._last is not None:
-            img, hit, feat = self._last
+            img, hit, feat, _ = self._last
             if img is image or (img.shape == image.shape and np.array_equal(img, image)):
+                self._last = (img, hit, feat, False)  # the very same screen: not new
                 return StateHit(hit.id, False, hit.cosine, hit.visits), feat
         feat = self._encode(image)
         hit = self.mem.merge_or_create_state(
             feat, thumbnail=_thumbnail(image), isolated=self.isolated
         )
-        self._last = (image, hit, feat)
+        self._last = (image, hit, feat, self._register_screen(hit.id, image))
         return hit, feat
+
+    def _last_screen_new(self) -> bool:
+        """Whether the screen merged last was a configuration new in this episode."""
+        return bool(self._last[3]) if self._last is not None else False
+
+    def _register_screen(self, state_id: str, image: np.ndarray) -> bool:
+        """Screen novelty: is ``image`` a configuration of ``state_id`` not seen in this episode?
+
+        The screen is reduced (grey, ``1/screen_novelty_scale`` resolution, area
+        averaging) and compared with Δ to every screen of the same state kept
+        for this episode; it is new when every Δ exceeds
+        ``rewards.screen_novelty_change``. A new screen is remembered: at most
+        ``screen_novelty_cap`` per state and ``screen_novelty_total_cap`` over all
+        states, oldest dropped first.
+        """
+        rc = self.cfg.rewards
+        g = to_gray(image)
+        f = max(int(rc.screen_novelty_scale), 1)
+        if f > 1:
+            h, w = g.shape[:2]
+            g = cv2.resize(g, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA)
+        thr = self.cfg.perception.change_threshold
+        seen = self._screens.setdefault(state_id, deque())
+        for _, old in seen:
+            if old.shape == g.shape and visual_change(old, g, thr) <= rc.screen_novelty_change:
+                return False
+        self._screen_seq += 1
+        seen.append((self._screen_seq, g))
+        self._screen_order.append((self._screen_seq, state_id))
+        self._screen_count += 1
+        if len(seen) > max(int(rc.screen_novelty_cap), 1):
+            seen.popleft()  # FIFO per state (its order entry is skipped when reached)
+            self._screen_count -= 1
+        while self._screen_count > max(int(rc.screen_novelty_total_cap), 1):
+            seq, sid = self._screen_order.popleft()  # FIFO over all states
+            q = self._screens.get(sid)
+            if q and q[0][0] == seq:
+                q.popleft()
+                self._screen_count -= 1
+        return True
+
+    # ------------------------------------------------------------------ anti-cycling
+    def _is_stale(self, state_id: str, skill_id: str) -> bool:
+        """The skill was judged not progressive from this state within ``stale_steps`` steps."""
+        at = self._stale.get((state_id, skill_id))
+        return at is not None and self.step_no - at < self.cfg.invocation.stale_steps
+
+    def _mark_stale(self, state_id: str, skill_id: str, judgement: Judgement | None) -> None:
+        """Remember a non-progressive execution from a state; a progressive one clears it.
+
+        Off when ``stale_steps`` is 0 or R_progress is switched off (then the
+        progress judgement drives nothing, as the ablation intends).
+        """
+        if self.cfg.invocation.stale_steps <= 0 or not self.cfg.rewards.use_progress:
+            return
+        key = (state_id, skill_id)
+        if judgement is not None and judgement.progressive:
+            self._stale.pop(key, None)
+        else:
+            self._stale[key] = self.step_no
 
     def _objects_for(self, state_id: str, image: np.ndarray, created: bool) -> list[UIObject]:
         """The state's UI objects: segmented once per state, then cached (and kept in memory)."""
@@ -319,6 +390,8 @@ class Agent:
         state_id = hit.id
         if self.use_graph:
             candidates = self.mem.hq_candidates(state_id)  # Eq. 2–3
+            # Anti-cycling: skills that just failed to progress from here are not candidates.
+            candidates = [c for c in candidates if not self._is_stale(state_id, c.skill_id)]
             for cand in sample_hq(candidates, self.cfg.invocation.m_samples, self.rng):  # Eq. 4
                 skill = self.mem.get_skill(cand.skill_id)
                 if skill.status != "active":
@@ -382,8 +455,9 @@ class Agent:
             ids = s.object_ids()
             missing.append(sum(1 for o in ids if not present(o)) / len(ids) if ids else 0.0)
         tree = self._tree(state_id)
+        stale = [self._is_stale(state_id, s.id) for s in members]
         choice = choose_in_cluster(
-            members, missing, n_i, tree.n(EXPLORE), self.cfg.invocation, self.rng
+            members, missing, n_i, tree.n(EXPLORE), self.cfg.invocation, self.rng, stale
         )
         rec.explore_prob = choice.explore_prob
         return choice, cluster_id
@@ -467,9 +541,12 @@ class Agent:
             change=ex.change,
             new_in_episode=hit_j.id not in self._visited,
             new_in_graph=hit_j.created,
+            new_screen_in_episode=self._last_screen_new(),
         )
+        out.new_screen = tr.new_screen_in_episode
         self._visited.add(hit_j.id)
         judgement: Judgement | None = self.brain.evaluate(self._skill_view(skill), tr)
+        self._mark_stale(state_id, skill.id, judgement)
         terms = self._rewards(judgement, state_id, hit_j)
         out.r_progress, out.r_semantic = terms.progress, terms.semantic
         out.r_state, out.r_novel, out.r_total = terms.state, terms.novel, terms.total
@@ -629,6 +706,7 @@ class Agent:
             change=res.execution.change,
             new_in_episode=hit_j.id not in self._visited,
             new_in_graph=hit_j.created,
+            new_screen_in_episode=self._last_screen_new(),
         )
         text = None if dup is not None else self.brain.describe_skill(res.operations, tr)
         if text is None:
@@ -832,8 +910,12 @@ class Agent:
         self._trials.clear()
 
     def new_episode(self) -> None:
-        """Forget episode-local memory (visited states); the SA-KG persists."""
+        """Forget episode-local memory (visited states, screens, stale skills); the SA-KG persists."""
         self._visited.clear()
+        self._screens.clear()
+        self._screen_order.clear()
+        self._screen_count = 0
+        self._stale.clear()
         self._last = None
 
 

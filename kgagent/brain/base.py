@@ -36,6 +36,9 @@ class Transition:
     change: float  # Δ, SPEC visual change
     new_in_episode: bool  # `after` state was not visited earlier in this episode
     new_in_graph: bool  # `after` state did not exist in the graph before this step
+    #: the after-screenshot is a configuration not seen before in this episode, even if
+    #: it merged into a known state node (e.g. only numbers changed); see docs/agent.md
+    new_screen_in_episode: bool = False
 
 
 @dataclass

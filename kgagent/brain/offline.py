@@ -12,8 +12,10 @@ Role by role (thresholds are :class:`~kgagent.config.BrainConfig` fields):
   or the after-state differs from the before-state, or it is new to the graph).
   The name is the operations, the kind of effect, and a short hash of both;
   the description states the measured effect.
-* ``evaluate``: progressive iff the after-state was not visited earlier in the
-  episode and something changed. Consistent iff the feature change
+* ``evaluate``: progressive iff something changed and the after-screen is new in
+  this episode: its state was not visited earlier in the episode, or the screen is a
+  configuration not seen before in the episode even though it merged into a known
+  state (``Transition.new_screen_in_episode``: only a few numbers or widgets changed). Consistent iff the feature change
   (after − before) points the same way as the mean of the skill's newest
   ``offline_effect_window`` past effects (cosine ≥ ``offline_consistency_cos``);
   with no usable past effect, consistent iff something changed.
@@ -169,11 +171,12 @@ class OfflineBrain(Brain):
     def evaluate(self, skill: SkillView, tr: Transition) -> Judgement:
         self.usage.calls += 1
         changed = self._changed(tr)
-        progressive = bool(tr.new_in_episode and changed)
+        progressive = bool(changed and (tr.new_in_episode or tr.new_screen_in_episode))
         consistent, cos, n = self._consistency(skill, tr)
         cos_text = "n/a" if cos is None else f"{cos:.3f}"
         reason = (
             f"change={tr.change:.4f} new_in_episode={tr.new_in_episode} "
+            f"new_screen_in_episode={tr.new_screen_in_episode} "
             f"effect_cos={cos_text} over {n} past effect(s)"
         )
         return Judgement(bool(consistent), progressive, reason)

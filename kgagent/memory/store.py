@@ -69,9 +69,14 @@ class EncoderSpec:
         return cls(encoder.identity, int(encoder.dim), tuple(encoder.default_thresholds))
 
 
-def new_id(prefix: str) -> str:
-    """String keys, unique across machines, so memories can be combined later."""
-    return f"{prefix}-{uuid.uuid4().hex[:16]}"
+def new_id(prefix: str, seq: int) -> str:
+    """``prefix-<sequence>-<random>``: unique across machines, ordered by creation.
+
+    The random part keeps keys unique when memories from different machines are
+    combined; the zero-padded sequence (per memory and kind) makes ids sort in
+    creation order, so every tie broken "by id" is reproducible under a seed.
+    """
+    return f"{prefix}-{seq:07d}-{uuid.uuid4().hex[:10]}"
 
 
 def sigmoid(x: float) -> float:
@@ -216,6 +221,17 @@ class Memory:
         for r in self._q("objects_all"):
             self._cache_object(self._object_from_row(r))
         self._puts = 0
+        counts = self.stats() if not self.read_only else None
+        self._seq = (
+            {
+                "s": counts.nodes,
+                "k": counts.skills_augmented,
+                "o": counts.objects,
+                "c": counts.clusters,
+            }
+            if counts
+            else {}
+        )
 
     def _backup(self, label: str) -> Path:
         dest = self.path / "backups" / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
@@ -339,7 +355,7 @@ class Memory:
             vs.commit(best, rev, merged)
             return StateHit(best, False, best_cos, int(visits), added, removed)
 
-        sid = new_id("s")
+        sid = self._next_id("s")
         thumb = self.blobs.put_image(_thumbnail(thumbnail)) if thumbnail is not None else ""
         vs.put(sid, 0, x)
         self._note_put()
@@ -353,6 +369,10 @@ class Memory:
             raise
         vs.commit(sid, 0, x)
         return StateHit(sid, True, 1.0, 1, added, 0)
+
+    def _next_id(self, prefix: str) -> str:
+        self._seq[prefix] = self._seq.get(prefix, 0) + 1
+        return new_id(prefix, self._seq[prefix])
 
     def _note_put(self) -> None:
         """Appends fragment the vector table; compacting now and then keeps appends fast."""
@@ -460,7 +480,7 @@ class Memory:
         if not operations:
             raise ValueError("a skill needs at least one operation")
         skill = Skill(
-            new_id("k"),
+            self._next_id("k"),
             name,
             description,
             list(operations),
@@ -598,7 +618,7 @@ class Memory:
 
     # =========================================================== clusters
     def add_cluster(self, name: str, description: str) -> Cluster:
-        cid = new_id("c")
+        cid = self._next_id("c")
         self._q("cluster_create", cluster=cid, name=name, description=description)
         return Cluster(cid, name, description)
 
@@ -673,7 +693,7 @@ class Memory:
         hit = self.find_object(int(phash), (bbox[2], bbox[3]))
         if hit is not None:
             return UIObject(hit.id, hit.name, hit.bbox, hit.phash, hit.crop_blob, created=False)
-        oid = new_id("o")
+        oid = self._next_id("o")
         blob = self.blobs.put_image(crop)
         name = name or f"object_{len(self._object_ids) + 1}"
         self._q(

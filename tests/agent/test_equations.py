@@ -97,6 +97,9 @@ def test_eq6_prefilter_drops_suspended_and_all_missing() -> None:
         _skill("keys"),  # no objects: never "all missing"
     ]
     assert prefilter(skills, [0.0, 0.5, 1.0, 0.0, 0.0]) == [0, 1, 4]
+    # anti-cycling: a stale skill is filtered like a suspended one
+    stale = [False, True, False, False, False]
+    assert prefilter(skills, [0.0, 0.5, 1.0, 0.0, 0.0], stale) == [0, 4]
 
 
 # ------------------------------------------------------------------ Eq. 7
@@ -135,6 +138,20 @@ def test_exploration_dominance_trigger_and_explore_arm() -> None:
     # nothing left after the pre-filter: explore
     c = choose_in_cluster([_skill("s", status="suspended")], [0.0], 5, 0, cfg, rng)
     assert c.pure_exploration and c.arms == [EXPLORE]
+
+
+def test_stale_skills_leave_the_cluster_to_exploration() -> None:
+    """The good skill wins while fresh; once stale, the only other arm is exploration."""
+    cfg = InvocationConfig(tau_start=0.1, tau_min=0.1)
+    good = [_skill("g", fitness=3.0, n=1)]
+    c = choose_in_cluster(good, [0.0], 1, 0, cfg, np.random.default_rng(0), [False])
+    assert c.skill_id == "g" and not c.pure_exploration
+    c = choose_in_cluster(good, [0.0], 1, 0, cfg, np.random.default_rng(0), [True])
+    assert c.skill_id is None and c.pure_exploration and c.arms == [EXPLORE]
+    # with a fresh second skill, only the stale one leaves
+    two = [_skill("g", fitness=3.0, n=1), _skill("h", fitness=3.0, n=1)]
+    c = choose_in_cluster(two, [0.0, 0.0], 1, 0, cfg, np.random.default_rng(0), [True, False])
+    assert c.arms == ["h", EXPLORE] and c.skill_id == "h"
 
 
 # ------------------------------------------------------------------ Eq. 9–11

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from kgagent.actions import Operation
-from kgagent.agent.loop import Agent
+from kgagent.agent.loop import Agent, StepRecord
 from kgagent.brain.offline import OfflineBrain
 from kgagent.envs.base import Screen
 
@@ -181,3 +183,134 @@ def test_repeated_failures_suspend_then_release(cfg, memory, encoder, segmenter,
     agent.step(screen)
     agent.step(screen)
     assert memory.get_skill(k.id).status == "active"  # reconsidered after suspend_steps
+
+
+# ------------------------------------------------------------------ screen novelty
+def test_screen_novelty_per_state_and_episode(cfg, memory, encoder, segmenter) -> None:
+    """Quarter-resolution grey screens; new iff Δ > screen_novelty_change against every one kept."""
+    cfg.rewards.screen_novelty_cap = 2
+    agent = _agent(cfg, memory, encoder, segmenter, StubBrain())
+    base = np.zeros((80, 80, 3), np.uint8)
+    assert agent._register_screen("s", base) is True  # first screen of the state
+    assert agent._register_screen("s", base.copy()) is False  # the same configuration
+    cursor = base.copy()
+    cursor[40, 40] = 255  # one pixel: area-averaged to 255/16 < 30 grey levels, Δ = 0
+    assert agent._register_screen("s", cursor) is False
+    digit = base.copy()
+    digit[0:8, 0:8] = 255  # 2×2 of 20×20 reduced pixels: Δ = 0.01 > 0.001
+    assert agent._register_screen("s", digit) is True
+    assert agent._register_screen("other", base) is True  # per state
+    third = base.copy()
+    third[40:48, 40:48] = 255
+    assert agent._register_screen("s", third) is True  # cap 2: `base` is dropped (FIFO)
+    assert len(agent._screens["s"]) == 2
+    assert agent._register_screen("s", base) is True
+    # the cap over all states: the oldest screen of any state goes first
+    agent.cfg.rewards.screen_novelty_total_cap = 3
+    assert agent._register_screen("s", cursor) is False  # ≈ base: no new entry
+    assert agent._register_screen("third-state", base) is True
+    assert sum(len(q) for q in agent._screens.values()) == agent._screen_count == 3
+    assert agent._screens["other"] == deque()  # the oldest screen kept was dropped
+    assert [q for q, _ in agent._screens["s"]] == [4, 5]  # `third`, `base` (sequence numbers)
+    agent.new_episode()
+    assert agent._screens == {} and agent._register_screen("s", digit) is True
+
+
+def test_screen_novelty_threshold_is_config(cfg, memory, encoder, segmenter) -> None:
+    cfg.rewards.screen_novelty_change = 0.02  # Δ = 0.01 is now too small
+    agent = _agent(cfg, memory, encoder, segmenter, StubBrain())
+    base = np.zeros((80, 80, 3), np.uint8)
+    digit = base.copy()
+    digit[0:8, 0:8] = 255
+    assert agent._register_screen("s", base) is True
+    assert agent._register_screen("s", digit) is False
+
+
+def test_transition_carries_screen_novelty(cfg, memory, encoder, segmenter, toy) -> None:
+    """A skill that changes a few pixels inside one state: new screen the first time only."""
+
+    class Spy(StubBrain):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[tuple[bool, bool]] = []
+
+        def evaluate(self, skill, tr):
+            self.seen.append((tr.new_in_episode, tr.new_screen_in_episode))
+            return super().evaluate(skill, tr)
+
+    brain = Spy()
+    agent = _agent(cfg, memory, encoder, segmenter, brain)
+    ids = _objects(agent, memory, toy)
+    select = memory.add_skill("select", "", [Operation("click", object_id=ids["B"])])
+    screen = Screen(toy)
+    agent.step(screen)  # registers the first screen(s)
+    toy.reset()
+    agent._last = None
+    hit, feat = agent._merge(screen.observe())
+    brain.seen.clear()
+    rec = StepRecord(step=0, state_id=hit.id, path="idle")
+    agent._run_skill(screen, memory.get_skill(select.id), "hq", hit.id, feat, rec)
+    agent._run_skill(screen, memory.get_skill(select.id), "hq", hit.id, feat, rec)
+    assert brain.seen[0][1] is True  # the highlight: a screen not seen in this episode
+    assert brain.seen[1][1] is False  # clicking again changes nothing: the same screen
+
+
+# ------------------------------------------------------------------ anti-cycling
+def test_mark_stale_exact(cfg, memory, encoder, segmenter) -> None:
+    from kgagent.brain.base import Judgement
+
+    cfg.invocation.stale_steps = 3
+    agent = _agent(cfg, memory, encoder, segmenter, StubBrain())
+    agent.step_no = 10
+    agent._mark_stale("v", "k", Judgement(True, False))
+    assert agent._stale == {("v", "k"): 10}
+    assert agent._is_stale("v", "k") and not agent._is_stale("w", "k")
+    agent.step_no = 12
+    assert agent._is_stale("v", "k")
+    agent.step_no = 13  # 13 − 10 = 3 steps: expired
+    assert not agent._is_stale("v", "k")
+    agent._mark_stale("v", "k", None)  # could not judge: counts as "no"
+    assert agent._is_stale("v", "k")
+    agent._mark_stale("v", "k", Judgement(False, True))  # progressive: cleared
+    assert agent._stale == {}
+    cfg2 = agent.cfg
+    cfg2.rewards.use_progress = False  # R_progress off: the judgement drives nothing
+    agent._mark_stale("v", "k", Judgement(True, False))
+    assert agent._stale == {}
+    cfg2.rewards.use_progress, cfg2.invocation.stale_steps = True, 0  # switched off
+    agent._mark_stale("v", "k", Judgement(True, False))
+    assert agent._stale == {}
+
+
+def test_stale_cluster_skill_gives_way_to_exploration(cfg, memory, encoder, segmenter, toy) -> None:
+    """The same set-up as test_cluster_invocation_picks_a_skill_when_no_hq, but the skill is stale."""
+    cfg.invocation.tau_start = cfg.invocation.tau_min = 0.1
+    brain = StubBrain()
+    agent = _agent(cfg, memory, encoder, segmenter, brain)
+    ids = _objects(agent, memory, toy)
+    k = memory.add_skill("toggle", "", [Operation("click", object_id=ids["A"])])
+    k.fitness, k.executions = 5.0, 3
+    memory.update_skill(k)
+    c = memory.add_cluster("panel", "")
+    memory.add_to_cluster(k.id, c.id)
+    brain.cluster = c.id
+    here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
+    agent._stale[(here.id, k.id)] = 0  # judged not progressive from here at step 0
+    rec = agent.step(Screen(toy))  # step 1: 1 − 0 < stale_steps
+    assert rec.state_id == here.id
+    assert [e.path for e in rec.executions] == ["augment"]
+    assert rec.explore_prob is not None and rec.explore_prob == 1.0
+
+
+def test_stale_hq_candidate_is_not_sampled(cfg, memory, encoder, segmenter, toy) -> None:
+    brain = StubBrain()
+    agent = _agent(cfg, memory, encoder, segmenter, brain)
+    ids = _objects(agent, memory, toy)
+    here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
+    there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
+    k = memory.add_skill("toggle", "opens the panel", [Operation("click", object_id=ids["A"])])
+    memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
+    agent._stale[(here.id, k.id)] = 0
+    rec = agent.step(Screen(toy))
+    assert "hq" not in [e.path for e in rec.executions]
+    assert rec.path == "augment"  # no candidates, no cluster: augmentation

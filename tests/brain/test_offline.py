@@ -99,11 +99,30 @@ def test_evaluate_progress_is_new_in_episode_and_changed(brain):
     assert brain.evaluate(skill(), still).progressive is False
 
 
+def test_evaluate_progress_counts_a_new_screen_of_a_known_state(brain):
+    """Only numbers changed: the screen merged into a visited state, yet it is a new one."""
+    same_state = dict(new_ep=False, new_graph=False, sa="s1", after=E[0] + 0.01 * E[1])
+    numbers = Transition(
+        View(IMG, E[0], "s1"), View(IMG, same_state["after"], "s1"), 0.004, False, False, True
+    )
+    assert numbers.new_screen_in_episode is True
+    assert brain.evaluate(skill(), numbers).progressive is True
+    # the default is False: a known state and a known screen is not progress
+    assert tr(**same_state, change=0.004).new_screen_in_episode is False
+    assert brain.evaluate(skill(), tr(**same_state, change=0.004)).progressive is False
+    # a "new screen" that changed nothing (Δ below offline_min_change, same state) is not progress
+    still = Transition(View(IMG, E[0], "s1"), View(IMG, E[0], "s1"), 0.0, False, False, True)
+    assert brain.evaluate(skill(), still).progressive is False
+
+
 def test_evaluate_consistency_from_past_effects(brain):
     d = E[1] - E[0]
     agree = brain.evaluate(skill(past=[d, d + 0.1 * E[2]]), tr())
     assert agree == Judgement(
-        True, True, "change=0.2500 new_in_episode=True effect_cos=0.999 over 2 past effect(s)"
+        True,
+        True,
+        "change=0.2500 new_in_episode=True new_screen_in_episode=False "
+        "effect_cos=0.999 over 2 past effect(s)",
     )
     assert brain.evaluate(skill(past=[-d]), tr()).consistent is False
     # orthogonal effect: cos 0 < 0.3
@@ -112,7 +131,10 @@ def test_evaluate_consistency_from_past_effects(brain):
     assert brain.evaluate(skill(), tr()).consistent is True
     nothing = tr(after=E[0], change=0.0, new_ep=False, new_graph=False, sa="s1")
     assert brain.evaluate(skill(), nothing) == Judgement(
-        False, False, "change=0.0000 new_in_episode=False effect_cos=n/a over 0 past effect(s)"
+        False,
+        False,
+        "change=0.0000 new_in_episode=False new_screen_in_episode=False "
+        "effect_cos=n/a over 0 past effect(s)",
     )
     # a skill known to move the features that did not move them this time
     assert brain.evaluate(skill(past=[d]), tr(after=E[0])).consistent is False

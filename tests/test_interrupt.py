@@ -1,0 +1,77 @@
+"""Ctrl-C during `kgagent play` stops after the current step, with the memory consistent."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from kgagent.config import Config
+from kgagent.memory import Memory
+
+
+def _lines(path: Path) -> list[dict]:
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:  # the writer may be mid-line
+            break
+    return out
+
+
+def test_sigint_stops_cleanly_after_the_current_step(tmp_path: Path) -> None:
+    mem, logs = tmp_path / "mem", tmp_path / "logs"
+    cmd = [
+        sys.executable,
+        "-m",
+        "kgagent.cli.main",
+        "play",
+        "--env",
+        "civgame",
+        "--steps",
+        "100000",
+        "--memory",
+        str(mem),
+        "--log-dir",
+        str(logs),
+        "--quiet",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 120
+        log = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            found = sorted(logs.glob("*.jsonl")) if logs.exists() else []
+            if found and sum(r.get("type") == "step" for r in _lines(found[0])) >= 3:
+                log = found[0]
+                break
+            time.sleep(0.1)
+        assert log is not None, proc.stderr.read() if proc.poll() is not None else "no steps logged"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    rows = _lines(log)
+    summary = rows[-1]
+    assert summary["type"] == "summary" and summary["stopped"] == "interrupted", err
+    steps = [r for r in rows if r.get("type") == "step"]
+    assert summary["steps"] == len(steps) >= 3
+    assert "interrupted" in (out + err)
+    # The memory is consistent: graph and vectors agree, every logged state is there.
+    with Memory.open(mem, Config()) as m:
+        assert not any(m.consistency.get(k) for k in ("orphan_rows", "missing_vectors"))
+        for r in steps:
+            assert m.has_state(r["state_id"])
+        assert m.stats().nodes >= 1
