@@ -7,7 +7,7 @@ runs on any machine). Then a multi-round run per game: ``--rounds`` runs of
 
     python benchmarks/learning.py                       # 2 games × 4 methods × 3 seeds × 300 steps
     python benchmarks/learning.py --steps 100 --seeds 1 --games cardgame --jobs 2
-    python benchmarks/learning.py --write docs/bench_learning.md
+    python benchmarks/learning.py --write /tmp/learning.md   (then update docs/benchmarks.md, section Learning)
 
 Metrics: progression and score are the games' ground truth (floors / turns,
 score / techs), read by the harness only; ERR = share of executed skills that

@@ -27,7 +27,7 @@ MIN_TEMPLATE_SIDE = 3
 #: Coarse-to-fine search (see ``_match``): smallest coarse template side, how
 #: many coarse peaks are re-scored, and how far below the threshold a coarse
 #: score may be and still be re-scored. Internal accuracy/speed settings, not
-#: tunables: the benchmark (docs/bench_perception.md) pins their effect.
+#: tunables: the benchmark (docs/benchmarks.md (Perception)) pins their effect.
 COARSE_MIN_SIDE = 12
 COARSE_PEAKS = 3
 COARSE_MARGIN = 0.2
