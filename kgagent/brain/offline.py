@@ -96,6 +96,12 @@ def _mean_unit(x: np.ndarray | None) -> np.ndarray | None:
     return None if rows is None else _unit(rows.mean(axis=0))
 
 
+def _score(cosines: np.ndarray) -> float:
+    """The best cosine, rounded: BLAS may differ in the last bits between runs (memory
+    alignment picks the kernel), and ties must then fall to the id, reproducibly."""
+    return round(float(np.max(cosines)), 6)
+
+
 def _short_hash(*parts: str) -> str:
     return hashlib.sha1("|".join(parts).encode("utf-8")).hexdigest()[:6]
 
@@ -190,7 +196,7 @@ class OfflineBrain(Brain):
         for c in clusters:
             rows = _unit_rows(c.state_features, f.size)
             if rows is not None:
-                scored.append((float((rows @ f).max()), c.id))
+                scored.append((_score(rows @ f), c.id))
         if not scored:
             return None
         score, cid = min(scored, key=lambda t: (-t[0], t[1]))
@@ -234,7 +240,7 @@ class OfflineBrain(Brain):
                 rows = _unit_rows(c.state_features, centre.size)
                 if rows is None:
                     continue
-                score = float((rows @ centre).max())
+                score = _score(rows @ centre)
                 if best is None or score > best[0]:
                     best = (score, c.id)
             if best is not None and best[0] >= self.cfg.offline_cluster_cos:
