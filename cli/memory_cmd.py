@@ -91,6 +91,13 @@ def check_memory(memory: Path, config: Config) -> list[dict[str, Any]]:
             "repairable",
             "vector revisions newer than the graph committed (removed on the next read-write open)",
         )
+        add(
+            "torn_journal_tail",
+            int(c.get("journal_torn_bytes", 0)),
+            "repairable",
+            "bytes of a half-written vector journal record (a crash mid-write; never committed; "
+            "cut off on the next read-write open)",
+        )
         dangling = mem._q("check_dangling_skill_edges")
         add(
             "dangling_skill_edges",

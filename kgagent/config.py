@@ -48,7 +48,11 @@ class MemoryConfig:
     object_hash_distance: int = 6  # max Hamming distance of 64-bit pHashes for one object
     object_size_tolerance: float = 0.25  # ... and at most this relative difference in w and h
     similar_weight_tolerance: float = 0.005  # rewrite a SIMILAR weight only when it moves more
-    compact_every: int = 400  # compact the vector table after this many appends (0: on close only)
+    query_threads: int = 1  # threads per graph query (1: lowest step latency; 0: every core)
+    vector_flush_rows: int = 64  # move the vector journal into LanceDB after this many records
+    compact_every: int = (
+        50  # compact the vector table after this many LanceDB appends (0: on close)
+    )
     backup_on_migrate: bool = True
 
 

@@ -25,13 +25,24 @@ SET k.name = $name, k.description = $description, k.operations = $operations,
     k.fitness = $fitness, k.executions = $executions, k.status = $status,
     k.failures = $failures, k.low_rewards = $low_rewards;
 
-// name: skill_edge_upsert
-// Record one execution of a skill from src to dst: Eq. 1 weight, mean visual change, count, last R_total.
+// name: skill_edge_bump
+// One more execution of a skill along an existing edge src -> dst: the mean visual change Δ over
+// its executions, the count, the last R_total, and the Eq. 1 weight sigmoid(α·mean Δ + $fit_term),
+// where the caller passes $fit_term = (1 − α)·φ/(φ + C0). The dialect has no exp(): e^x is
+// pow(e, x). The weight is set first, from the old mean and count. No row: the edge is new
+// (skill_edge_create). MATCH + SET, then CREATE when needed, measured faster than one MERGE.
+MATCH (a:State {id: $src})-[e:SKILL_EDGE {skill: $skill}]->(b:State {id: $dst})
+SET e.weight = 1.0 / (1.0 + pow(2.718281828459045,
+        -($alpha * ((e.change * e.count + $change) / (e.count + 1)) + $fit_term))),
+    e.change = (e.change * e.count + $change) / (e.count + 1), e.count = e.count + 1,
+    e.r_total = $r_total, e.updated = $now
+RETURN e.weight AS weight, e.change AS change, e.count AS count, e.r_total AS r_total;
+
+// name: skill_edge_create
+// The first execution of a skill from src to dst (see skill_edge_bump).
 MATCH (a:State {id: $src}), (b:State {id: $dst})
-MERGE (a)-[e:SKILL_EDGE {skill: $skill}]->(b)
-ON CREATE SET e.weight = $weight, e.change = $change, e.count = 1, e.r_total = $r_total, e.updated = $now
-ON MATCH SET e.change = (e.change * e.count + $change) / (e.count + 1), e.count = e.count + 1,
-             e.r_total = $r_total, e.updated = $now, e.weight = $weight
+CREATE (a)-[e:SKILL_EDGE {skill: $skill, change: $change, count: 1, r_total: $r_total,
+    updated: $now, weight: 1.0 / (1.0 + pow(2.718281828459045, -($alpha * $change + $fit_term)))}]->(b)
 RETURN e.weight AS weight, e.change AS change, e.count AS count, e.r_total AS r_total;
 
 // name: skill_edge_get

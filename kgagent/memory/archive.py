@@ -64,6 +64,7 @@ from kgagent.memory import migrations, queries
 from kgagent.memory.engine import GraphDB, engine_name
 from kgagent.memory.files import MANIFEST, read_manifest, write_manifest
 from kgagent.memory.vectors import TABLE as VECTOR_TABLE
+from kgagent.memory.vectors import VectorStore
 
 ARCHIVE_FORMAT = "kgagent-archive"
 ARCHIVE_VERSION = 1
@@ -309,16 +310,12 @@ def _export_vectors(path: Path, encoder: dict | None, revs: dict[str, int]) -> p
     dim = int(encoder["dim"])
     if not revs:
         return _vector_schema(dim).empty_table()
-    import lancedb
-
-    db = lancedb.connect(str(path / "vectors"))
-    tab = db.open_table(VECTOR_TABLE).to_arrow()
-    ids = tab.column("id").to_pylist()
-    rv = tab.column("rev").to_pylist()
+    store = VectorStore(path / "vectors", dim, read_only=True)
+    ids, rv, vecs, _ = store.rows()  # LanceDB rows and the journal's
     pick: dict[str, int] = {}
     for i, (sid, r) in enumerate(zip(ids, rv)):
         if revs.get(sid) == r:
-            pick[sid] = i  # the newest row of a committed revision wins
+            pick[sid] = i  # a revision seen twice (journal and table) is the same vector
     missing = [s for s in revs if s not in pick]
     if missing:
         raise ArchiveError(
@@ -326,12 +323,14 @@ def _export_vectors(path: Path, encoder: dict | None, revs: dict[str, int]) -> p
             "run `kgagent memory check` (and open the memory read-write once to repair it)"
         )
     order = sorted(pick)
-    sub = tab.take(pa.array([pick[s] for s in order], pa.int64()))
+    rows = np.asarray([pick[s] for s in order], dtype=np.int64)
     return pa.Table.from_arrays(
         [
-            sub.column("id"),
-            sub.column("rev"),
-            sub.column("vector").cast(pa.list_(pa.float32(), dim)),
+            pa.array(order, pa.string()),
+            pa.array(rv[rows], pa.int64()),
+            pa.FixedSizeListArray.from_arrays(pa.array(vecs[rows].reshape(-1)), dim).cast(
+                pa.list_(pa.float32(), dim)
+            ),
         ],
         schema=_vector_schema(dim),
     )

@@ -150,7 +150,9 @@ class Memory:
             )
         if recorded and recorded < latest and not read_only and config.memory.backup_on_migrate:
             self._backup(f"schema-v{recorded}")
-        self._db = GraphDB(path / GRAPH, self.engine, read_only=read_only)
+        self._db = GraphDB(
+            path / GRAPH, self.engine, read_only=read_only, threads=config.memory.query_threads
+        )
         try:
             self._finish_open(encoder, latest)
         except BaseException:
@@ -209,7 +211,11 @@ class Memory:
         self.vectors: VectorStore | None = None
         if recorded is not None:
             self.vectors = VectorStore(
-                self.path / VECTORS, int(recorded["dim"]), read_only=self.read_only
+                self.path / VECTORS,
+                int(recorded["dim"]),
+                read_only=self.read_only,
+                flush_rows=self.config.memory.vector_flush_rows,
+                compact_every=self.config.memory.compact_every,
             )
             if not self.read_only:  # repair crash leftovers now; readers load on first use
                 self._load_vectors()
@@ -220,7 +226,6 @@ class Memory:
         self._object_ids: list[str] = []
         for r in self._q("objects_all"):
             self._cache_object(self._object_from_row(r))
-        self._puts = 0
         counts = self.stats() if not self.read_only else None
         self._seq = (
             {
@@ -249,8 +254,8 @@ class Memory:
             return
         try:
             if not self.read_only:
-                if self.vectors is not None and self._puts > 0:
-                    self.vectors.compact()
+                if self.vectors is not None:
+                    self.vectors.close()
                 self.manifest["updated"] = time.time()
                 self.manifest["kgagent_version"] = kgagent.__version__
                 write_manifest(self.path, self.manifest)
@@ -342,7 +347,6 @@ class Memory:
             merged = normalize(vs.vector(best) + x)  # normalised mean of old and new
             rev = vs.rev(best) + 1
             vs.put(best, rev, merged)
-            self._note_put()
             _, _, near = vs.search(merged, self.theta_simi)
             self._db.begin()
             try:
@@ -358,7 +362,6 @@ class Memory:
         sid = self._next_id("s")
         thumb = self.blobs.put_image(_thumbnail(thumbnail)) if thumbnail is not None else ""
         vs.put(sid, 0, x)
-        self._note_put()
         self._db.begin()
         try:
             self._q("state_create", state=sid, rev=0, now=now, thumbnail=thumb)
@@ -373,13 +376,6 @@ class Memory:
     def _next_id(self, prefix: str) -> str:
         self._seq[prefix] = self._seq.get(prefix, 0) + 1
         return new_id(prefix, self._seq[prefix])
-
-    def _note_put(self) -> None:
-        """Appends fragment the vector table; compacting now and then keeps appends fast."""
-        self._puts += 1
-        every = self.config.memory.compact_every
-        if every > 0 and self._puts % every == 0:
-            self.vectors.compact()
 
     def _sync_similar(
         self, sid: str, near: list[tuple[str, float]], *, fresh: bool
@@ -403,8 +399,10 @@ class Memory:
         if into:
             self._q("similar_create_in", state=sid, rows=into)
         if moved:
-            self._q("similar_set_weight_out", state=sid, rows=moved)
-            self._q("similar_set_weight_in", state=sid, rows=moved)
+            ids = [r["id"] for r in moved]
+            weights = [r["weight"] for r in moved]
+            self._q("similar_set_weight_out", state=sid, ids=ids, weights=weights)
+            self._q("similar_set_weight_in", state=sid, ids=ids, weights=weights)
         if gone:
             self._q("similar_delete_out", state=sid, ids=gone)
             self._q("similar_delete_in", state=sid, ids=gone)
@@ -427,7 +425,9 @@ class Memory:
     def hq_candidates(self, state_id: str) -> list[HQCandidate]:
         """Eq. 3: active skills on outgoing skill edges of N_E(v), each at its best weight."""
         out: dict[str, HQCandidate] = {}
-        for r in self._q("hq_candidates", state=state_id):
+        rows = self._q("hq_candidates", state=state_id)
+        rows.sort(key=lambda r: (-r["weight"], r["skill"], r["from_state"], r["to_state"]))
+        for r in rows:
             k = r["skill"]
             skill = self._skills.get(k)
             if k in out or skill is None or skill.status != "active":
@@ -545,22 +545,19 @@ class Memory:
         skill = self._skills.get(skill_id)
         if skill is None:
             raise MemoryStoreError(f"no skill {skill_id}")
-        old = self._q("skill_edge_get", src=src, dst=dst, skill=skill_id)
-        mean_change = change
-        if old:
-            n = int(old[0]["count"])
-            mean_change = (float(old[0]["change"]) * n + change) / (n + 1)
-        weight = self.skill_edge_weight(mean_change, skill.fitness)
-        rows = self._q(
-            "skill_edge_upsert",
-            src=src,
-            dst=dst,
-            skill=skill_id,
-            weight=weight,
-            change=float(change),
-            r_total=float(r_total),
-            now=time.time(),
-        )
+        m = self.config.memory
+        fit_term = fitness_term(skill.fitness, m.alpha, m.c0)
+        params = {
+            "src": src,
+            "dst": dst,
+            "skill": skill_id,
+            "alpha": float(m.alpha),
+            "fit_term": float(fit_term),
+            "change": float(change),
+            "r_total": float(r_total),
+            "now": time.time(),
+        }
+        rows = self._q("skill_edge_bump", **params) or self._q("skill_edge_create", **params)
         if not rows:
             raise MemoryStoreError(
                 f"cannot write a skill edge between unknown states {src} → {dst}"
@@ -762,11 +759,15 @@ class Memory:
         return out
 
 
+def fitness_term(fitness: float, alpha: float, c0: float) -> float:
+    """Eq. 1's second term, (1 − α)·φ/(φ + C0); 0 when φ + C0 ≤ 0."""
+    denom = fitness + c0
+    return (1.0 - alpha) * (fitness / denom if denom > 0 else 0.0)
+
+
 def skill_edge_weight(change: float, fitness: float, alpha: float, c0: float) -> float:
     """Eq. 1 as a pure function (see :meth:`Memory.skill_edge_weight`)."""
-    denom = fitness + c0
-    fit_term = fitness / denom if denom > 0 else 0.0
-    return sigmoid(alpha * change + (1.0 - alpha) * fit_term)
+    return sigmoid(alpha * change + fitness_term(fitness, alpha, c0))
 
 
 def _thumbnail(image: np.ndarray, side: int = 160) -> np.ndarray:

@@ -22,7 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
+from kgagent.memory.journal import VectorJournal
+
 TABLE = "states"
+JOURNAL = "journal.kgv"
 #: Below this many vectors a single matrix scan is fastest; above it, partitions.
 PARTITION_MIN = 4096
 ROWS_PER_PARTITION = 48
@@ -279,7 +282,15 @@ class ExactIndex:
 class VectorStore:
     """The LanceDB table of state features plus its exact in-process index."""
 
-    def __init__(self, directory: Path, dim: int, *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        dim: int,
+        *,
+        read_only: bool = False,
+        flush_rows: int = 64,
+        compact_every: int = 50,
+    ) -> None:
         import lancedb
         import pyarrow as pa
 
@@ -305,6 +316,12 @@ class VectorStore:
         self._row_of: dict[str, int] = {}
         self._id_of: list[str] = []
         self._rev_of: dict[str, int] = {}
+        self.journal = VectorJournal(directory / JOURNAL, dim, read_only=read_only)
+        self.flush_rows = max(1, int(flush_rows))
+        self.compact_every = int(compact_every)
+        self._pending: list[tuple[str, int, np.ndarray]] = []
+        self._journal_open = False
+        self.appends = 0  # LanceDB appends (flushes) since open
 
     def _table_names(self) -> list[str]:
         try:
@@ -315,23 +332,53 @@ class VectorStore:
         return list(names)
 
     # ------------------------------------------------------------ loading
+    def rows(self) -> tuple[list[str], np.ndarray, np.ndarray, int]:
+        """Every stored row: LanceDB's, then the journal's (not yet flushed).
+
+        Returns ids, revs, vectors (n × dim float32) and the byte count of a
+        torn journal tail (0 normally).
+        """
+        # The journal first: a writer that flushes in between has put those rows
+        # into LanceDB before emptying the journal, so nothing is missed (a row
+        # seen twice is the same revision twice).
+        j = self.journal.read()
+        if self._table is not None:
+            tab = self._table.to_arrow()
+            ids = tab.column("id").to_pylist()
+            revs = tab.column("rev").to_numpy().astype(np.int64)
+            flat = tab.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            vecs = np.asarray(flat, dtype=np.float32).reshape(-1, self.dim)
+        else:
+            ids, revs, vecs = [], np.zeros(0, np.int64), np.zeros((0, self.dim), np.float32)
+        if len(j):
+            ids = ids + j.ids
+            revs = np.concatenate([revs, np.asarray(j.revs, dtype=np.int64)])
+            vecs = np.concatenate([vecs, np.stack(j.vecs)])
+        return ids, revs, vecs, j.torn_bytes
+
     def load(self, committed: dict[str, int]) -> dict[str, int]:
         """Load the newest committed revision of every state in ``committed``.
 
         ``committed`` maps state id → the revision the graph committed. Rows of
         unknown ids or of newer revisions are crash leftovers: they are ignored
-        here and deleted by :meth:`reconcile` (read-write opens only). Returns
+        here and deleted by :meth:`reconcile` (read-write opens only). A
+        read-write open first moves the journal's records into LanceDB. Returns
         counts of what was found inconsistent.
         """
-        report = {"orphan_rows": 0, "uncommitted_revisions": 0, "missing_vectors": 0}
-        if self._table is None:
+        report = {
+            "orphan_rows": 0,
+            "uncommitted_revisions": 0,
+            "missing_vectors": 0,
+            "journal_torn_bytes": 0,
+        }
+        if not self.read_only:
+            report["journal_torn_bytes"] = self._replay_journal()
+        if self._table is None and not self.journal.path.exists():
             report["missing_vectors"] = len(committed)
             return report
-        tab = self._table.to_arrow()
-        ids = tab.column("id").to_pylist()
-        revs = tab.column("rev").to_numpy()
-        vecs = tab.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        vecs = np.asarray(vecs, dtype=np.float32).reshape(-1, self.dim)
+        ids, revs, vecs, torn = self.rows()
+        if self.read_only:
+            report["journal_torn_bytes"] = torn
         chosen: dict[str, int] = {}
         for i, (sid, rev) in enumerate(zip(ids, revs)):
             want = committed.get(sid)
@@ -354,6 +401,25 @@ class VectorStore:
             for sid, row in zip(order, rows):
                 self._id_of[int(row)] = sid
         return report
+
+    def _replay_journal(self) -> int:
+        """Move the journal's records into LanceDB (those not there yet); then empty it."""
+        contents = self.journal.open_for_append()
+        self._journal_open = True
+        if len(contents):
+            have: set[tuple[str, int]] = set()
+            if self._table is not None:
+                tab = self._table.to_arrow()
+                have = set(zip(tab.column("id").to_pylist(), tab.column("rev").to_pylist()))
+            todo = [
+                (sid, rev, vec)
+                for sid, rev, vec in zip(contents.ids, contents.revs, contents.vecs)
+                if (sid, rev) not in have
+            ]
+            if todo:
+                self._append(todo)
+            self.journal.clear()
+        return contents.torn_bytes
 
     def reconcile(self, committed: dict[str, int]) -> int:
         """Delete rows the graph never committed, and superseded revisions."""
@@ -382,18 +448,45 @@ class VectorStore:
 
     # -------------------------------------------------------------- writes
     def put(self, state_id: str, rev: int, vec: np.ndarray) -> None:
-        """Append one revision (durable before the graph commits it)."""
+        """Record one revision durably (journal) before the graph commits it.
+
+        The journal is moved into LanceDB every ``flush_rows`` records.
+        """
+        if not self._journal_open:
+            self.journal.open_for_append()
+            self._journal_open = True
+        vec = np.asarray(vec, dtype=np.float32).reshape(-1)
+        self.journal.append(state_id, rev, vec)
+        self._pending.append((state_id, int(rev), vec))
+        if len(self._pending) >= self.flush_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        """Append the journal's records to LanceDB in one write, then empty the journal."""
+        if not self._pending:
+            return
+        self._append(self._pending)
+        self.journal.clear()
+        self._pending = []
+        if self.compact_every > 0 and self.appends % self.compact_every == 0:
+            self._table.optimize()
+
+    def _append(self, rows: list[tuple[str, int, np.ndarray]]) -> None:
         pa = self._pa
+        if self._table is None:
+            self._table = self._db.create_table(TABLE, schema=self._schema)
         batch = pa.table(
             {
-                "id": pa.array([state_id], pa.string()),
-                "rev": pa.array([rev], pa.int64()),
+                "id": pa.array([r[0] for r in rows], pa.string()),
+                "rev": pa.array([r[1] for r in rows], pa.int64()),
                 "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(np.asarray(vec, dtype=np.float32)), self.dim
+                    pa.array(np.concatenate([r[2] for r in rows]).astype(np.float32)), self.dim
                 ),
-            }
+            },
+            schema=self._schema,
         )
         self._table.add(batch)
+        self.appends += 1
 
     def commit(self, state_id: str, rev: int, vec: np.ndarray) -> None:
         """Mirror a revision the graph has committed into the in-process index."""
@@ -409,6 +502,8 @@ class VectorStore:
         self._rev_of[state_id] = rev
 
     def put_many(self, ids: list[str], vecs: np.ndarray) -> None:
+        """Bulk load revision 0 of many states straight into LanceDB."""
+        self.flush()
         pa = self._pa
         vecs = np.asarray(vecs, dtype=np.float32)
         batch = pa.table(
@@ -419,11 +514,23 @@ class VectorStore:
             }
         )
         self._table.add(batch)
+        self.appends += 1
 
     def compact(self) -> None:
-        """Merge small fragments and drop old LanceDB versions (safe at any time)."""
+        """Flush the journal, merge small fragments and drop old LanceDB versions."""
         if self._table is not None and not self.read_only:
+            self.flush()
             self._table.optimize()
+
+    def close(self) -> None:
+        """Flush the journal (and compact when anything was appended since open)."""
+        try:
+            if not self.read_only:
+                if self._pending or self.appends:
+                    self.compact()
+        finally:
+            self.journal.close()
+            self._journal_open = False
 
     # -------------------------------------------------------------- reads
     def __contains__(self, state_id: str) -> bool:
@@ -447,7 +554,9 @@ class VectorStore:
         return best, res.best_cos, pairs
 
     def row_count(self) -> int:
-        return 0 if self._table is None else self._table.count_rows()
+        """Rows in LanceDB plus records still in the journal."""
+        n = 0 if self._table is None else self._table.count_rows()
+        return n + len(self.journal.read())
 
 
 def _kmeans(data: np.ndarray, k: int, iterations: int, rng: np.random.Generator) -> np.ndarray:

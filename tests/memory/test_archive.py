@@ -148,6 +148,7 @@ def test_round_trip_every_named_query(exported, tmp_path: Path) -> None:
             "orphan_rows": 0,
             "uncommitted_revisions": 0,
             "missing_vectors": 0,
+            "journal_torn_bytes": 0,
             "rows_removed": 0,
         }
         assert m.manifest["encoder"]["identity"] == "test:v1"

@@ -91,13 +91,21 @@ def test_eq1_skill_edge_weight_exact(memory: Memory) -> None:
     b = memory.merge_or_create_state(e(1)).id
     k = memory.add_skill("s", "d", key())
     edge = memory.upsert_skill_edge(a, b, k.id, 0.5, 1.0)
-    assert edge.weight == pytest.approx(sig(0.7 * 0.5 + 0.3 * 0.0))
+    # The weight is computed inside the statement (pow(e, x) for exp): same to 1e-12.
+    assert edge.weight == pytest.approx(sig(0.7 * 0.5 + 0.3 * 0.0), abs=1e-12)
     skill = memory.get_skill(k.id)
     skill.fitness = 2.0
     memory.update_skill(skill)
     edge = memory.upsert_skill_edge(a, b, k.id, 0.1, 0.4)
     assert edge.count == 2 and edge.change == pytest.approx(0.3) and edge.r_total == 0.4
-    assert edge.weight == pytest.approx(sig(0.7 * 0.3 + 0.3 * 2.0 / 7.0))
+    assert edge.weight == pytest.approx(sig(0.7 * 0.3 + 0.3 * 2.0 / 7.0), abs=1e-12)
+    # A negative fitness at or below −C0 contributes nothing, in the statement as in Python.
+    skill.fitness = -6.0
+    memory.update_skill(skill)
+    edge = memory.upsert_skill_edge(a, b, k.id, 0.7, 0.4)
+    assert edge.count == 3 and edge.weight == pytest.approx(
+        sig(0.7 * (0.3 * 2 + 0.7) / 3), abs=1e-12
+    )
     # φ + C0 ≤ 0: the fitness term is 0 (documented choice), also exactly at −C0.
     for phi in (-5.0, -6.0):
         assert memory.skill_edge_weight(0.2, phi) == pytest.approx(sig(0.7 * 0.2))

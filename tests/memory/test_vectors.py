@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from kgagent.memory.vectors import PARTITION_MIN, ExactIndex, VectorStore
 
@@ -69,7 +70,12 @@ def test_reconcile_removes_orphans_and_uncommitted_revisions(tmp_path) -> None:
     committed = {"s-a": 0, "s-b": 1, "s-d": 0}
     fresh = VectorStore(tmp_path / "vectors", dim)
     report = fresh.load(committed)
-    assert report == {"orphan_rows": 1, "uncommitted_revisions": 1, "missing_vectors": 1}
+    assert report == {
+        "orphan_rows": 1,
+        "uncommitted_revisions": 1,
+        "missing_vectors": 1,
+        "journal_torn_bytes": 0,
+    }
     np.testing.assert_array_equal(fresh.vector("s-b"), one[2])
     assert "s-c" not in fresh and "s-d" not in fresh
     assert fresh.reconcile(committed) == 3  # orphan, uncommitted rev 2, superseded rev 0
@@ -82,3 +88,87 @@ def test_reconcile_removes_orphans_and_uncommitted_revisions(tmp_path) -> None:
     assert ro.load(committed)["orphan_rows"] == 0
     assert ro.reconcile({}) == 0  # read-only never deletes
     assert ro.row_count() == 2
+
+
+# ------------------------------------------------------------- the vector journal
+def _unit(rng: np.random.Generator, dim: int) -> np.ndarray:
+    v = rng.standard_normal(dim).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_journal_records_reach_lancedb_in_batches(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    vs = VectorStore(tmp_path / "vectors", 8, flush_rows=4)
+    vecs = [_unit(rng, 8) for _ in range(6)]
+    for i, v in enumerate(vecs):
+        vs.put(f"s-{i}", 0, v)
+    # Four records were moved into LanceDB in one append; two wait in the journal.
+    assert vs._table.count_rows() == 4 and vs.appends == 1
+    assert len(vs.journal.read()) == 2
+    assert vs.row_count() == 6
+    vs.close()  # flushes the rest
+    assert vs._table.count_rows() == 6 and len(vs.journal.read()) == 0
+    fresh = VectorStore(tmp_path / "vectors", 8)
+    fresh.load({f"s-{i}": 0 for i in range(6)})
+    for i, v in enumerate(vecs):
+        np.testing.assert_array_equal(fresh.vector(f"s-{i}"), v)
+
+
+def test_journal_survives_a_crash_and_cuts_a_torn_tail(tmp_path) -> None:
+    rng = np.random.default_rng(1)
+    vs = VectorStore(tmp_path / "vectors", 8, flush_rows=100)
+    vecs = [_unit(rng, 8) for _ in range(3)]
+    for i, v in enumerate(vecs):
+        vs.put(f"s-{i}", 0, v)
+    vs.put("s-0", 1, vecs[2])  # a merge's revision
+    path = vs.journal.path
+    good = path.stat().st_size
+    with open(path, "ab") as f:  # a record cut short by kill -9
+        f.write(b"\x30\x00\x00\x00\x12\x34")
+    # No close: the process "died". A reader sees the records and the torn tail...
+    committed = {"s-0": 1, "s-1": 0, "s-2": 0}
+    ro = VectorStore(tmp_path / "vectors", 8, read_only=True)
+    assert ro.load(committed)["journal_torn_bytes"] == 6
+    assert path.stat().st_size == good + 6  # ...and changes nothing
+    np.testing.assert_array_equal(ro.vector("s-0"), vecs[2])
+    # A read-write open moves the records into LanceDB and cuts the tail.
+    fresh = VectorStore(tmp_path / "vectors", 8)
+    report = fresh.load(committed)
+    assert report["journal_torn_bytes"] == 6 and report["missing_vectors"] == 0
+    assert fresh._table.count_rows() == 4
+    assert len(fresh.journal.read()) == 0 and fresh.journal.read().torn_bytes == 0
+    np.testing.assert_array_equal(fresh.vector("s-0"), vecs[2])
+    np.testing.assert_array_equal(fresh.vector("s-1"), vecs[1])
+
+
+def test_journal_replay_after_a_crash_between_append_and_clear(tmp_path) -> None:
+    """Records already in LanceDB are not appended twice."""
+    rng = np.random.default_rng(2)
+    vs = VectorStore(tmp_path / "vectors", 8, flush_rows=100)
+    for i in range(3):
+        vs.put(f"s-{i}", 0, _unit(rng, 8))
+    vs._append(vs._pending)  # the LanceDB append happened; the journal was not emptied
+    fresh = VectorStore(tmp_path / "vectors", 8)
+    fresh.load({f"s-{i}": 0 for i in range(3)})
+    assert fresh._table.count_rows() == 3
+
+
+def test_journal_with_a_foreign_header_is_refused_and_kept(tmp_path) -> None:
+    from kgagent.errors import MemoryStoreError
+
+    d = tmp_path / "vectors"
+    d.mkdir()
+    (d / "journal.kgv").write_bytes(b"not a journal at all")
+    vs = VectorStore(d, 8)
+    with pytest.raises(MemoryStoreError, match="not a kgagent vector journal"):
+        vs.load({})
+    assert (d / "journal.kgv").read_bytes() == b"not a journal at all"
+
+
+def test_journal_of_another_dimension_is_refused(tmp_path) -> None:
+    from kgagent.errors import MemoryStoreError
+
+    vs = VectorStore(tmp_path / "vectors", 8)
+    vs.put("s-0", 0, _unit(np.random.default_rng(3), 8))
+    with pytest.raises(MemoryStoreError, match="8-d vectors but this memory's encoder is 4-d"):
+        VectorStore(tmp_path / "vectors", 4).load({})
