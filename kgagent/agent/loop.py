@@ -392,10 +392,22 @@ class Agent:
             candidates = self.mem.hq_candidates(state_id)  # Eq. 2–3
             # Anti-cycling: skills that just failed to progress from here are not candidates.
             candidates = [c for c in candidates if not self._is_stale(state_id, c.skill_id)]
-            for cand in sample_hq(candidates, self.cfg.invocation.m_samples, self.rng):  # Eq. 4
+            # Eq. 4 over the candidates whose objects are on this screen: the same pre-filter
+            # as stage 2 (a skill whose objects are all missing cannot be grounded). Drawing
+            # the whole urn and skipping absent skills samples exactly the filtered urn, and
+            # checks presence only for the skills drawn.
+            present = self._present_fn(screen.observe())
+            attempts = 0
+            for cand in sample_hq(candidates, len(candidates), self.rng):
+                if attempts >= self.cfg.invocation.m_samples:
+                    break
                 skill = self.mem.get_skill(cand.skill_id)
                 if skill.status != "active":
                     continue  # suspended or pruned by an earlier attempt of this step
+                ids = skill.object_ids()
+                if ids and not any(present(o) for o in ids):
+                    continue
+                attempts += 1
                 ex = self._run_skill(screen, skill, "hq", state_id, feat, rec)
                 rec.executions.append(ex)
                 if ex.r_total > self.cfg.invocation.r_good or screen.done:

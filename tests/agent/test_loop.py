@@ -71,7 +71,7 @@ def test_hq_candidates_are_invoked_first(cfg, memory, encoder, segmenter, toy) -
     assert agent._tree(here.id).n(k.id) == 1  # MCTS statistics updated
 
 
-def test_failed_hq_falls_back_to_cluster_then_augmentation(
+def test_hq_skill_with_every_object_missing_is_skipped_then_cluster_then_augmentation(
     cfg, memory, encoder, segmenter, toy
 ) -> None:
     brain = StubBrain()
@@ -90,14 +90,34 @@ def test_failed_hq_falls_back_to_cluster_then_augmentation(
     c = memory.add_cluster("c", "")
     memory.add_to_cluster(k.id, c.id)
     brain.cluster = c.id
+    assert [c.skill_id for c in memory.hq_candidates(here.id)] == [k.id]
     rec = agent.step(Screen(toy))
     paths = [e.path for e in rec.executions]
-    assert paths[0] == "hq" and rec.executions[0].error  # grounding error reported
+    # Stage 1 pre-filters like stage 2: the skill cannot be grounded, so it is not tried.
+    assert "hq" not in paths
     assert "choose_cluster" in brain.calls  # stage 2 was asked
     # the only skill of the cluster has all its objects missing: filtered out -> explore
     assert paths[-1] == "augment"
     assert ids  # the toy's widgets are known objects
-    assert memory.get_skill(k.id).failures == 1
+    assert memory.get_skill(k.id).executions == 0 and memory.get_skill(k.id).failures == 0
+
+
+def test_hq_attempt_that_changes_nothing_falls_back_to_stage_2(
+    cfg, memory, encoder, segmenter, toy
+) -> None:
+    brain = StubBrain()
+    agent = _agent(cfg, memory, encoder, segmenter, brain)
+    ids = _objects(agent, memory, toy)
+    here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
+    there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
+    # No object to miss, and the key press does nothing in the toy.
+    k = memory.add_skill("inert", "", [Operation("key", key="enter")])
+    memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
+    rec = agent.step(Screen(toy))
+    paths = [e.path for e in rec.executions]
+    assert paths[0] == "hq" and paths[-1] in ("cluster", "augment") and len(paths) >= 2
+    assert memory.get_skill(k.id).executions == 1
+    assert ids
 
 
 def test_cluster_invocation_picks_a_skill_when_no_hq(cfg, memory, encoder, segmenter, toy) -> None:
