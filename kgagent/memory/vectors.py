@@ -518,8 +518,10 @@ class VectorStore:
 
     def compact(self) -> None:
         """Flush the journal, merge small fragments and drop old LanceDB versions."""
-        if self._table is not None and not self.read_only:
-            self.flush()
+        if self.read_only:
+            return
+        self.flush()
+        if self._table is not None:
             self._table.optimize()
 
     def close(self) -> None:
