@@ -50,9 +50,7 @@ class MemoryConfig:
     similar_weight_tolerance: float = 0.005  # rewrite a SIMILAR weight only when it moves more
     query_threads: int = 1  # threads per graph query (1: lowest step latency; 0: every core)
     vector_flush_rows: int = 64  # move the vector journal into LanceDB after this many records
-    compact_every: int = (
-        50  # compact the vector table after this many LanceDB appends (0: on close)
-    )
+    compact_every: int = 50  # compact vectors after this many LanceDB appends (0: on close)
     backup_on_migrate: bool = True
 
 

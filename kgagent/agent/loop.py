@@ -395,7 +395,9 @@ class Agent:
             # Eq. 4 over the candidates whose objects are on this screen: the same pre-filter
             # as stage 2 (a skill whose objects are all missing cannot be grounded). Drawing
             # the whole urn and skipping absent skills samples exactly the filtered urn, and
-            # checks presence only for the skills drawn.
+            # checks presence only for the skills drawn. (Drawing the whole urn up front
+            # costs 0.3 / 2 / 7.6 ms for 20 / 100 / 300 candidates; a lazy draw would use
+            # the generator differently and change the recorded, seed-reproducible runs.)
             present = self._present_fn(screen.observe())
             attempts = 0
             for cand in sample_hq(candidates, len(candidates), self.rng):

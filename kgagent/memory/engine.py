@@ -75,7 +75,8 @@ class GraphDB:
         self._conn = mod.Connection(self._db)
         if threads > 0:
             # The agent's queries are small; one thread each avoids waking (and
-            # waiting for) worker threads: per-step p95 about 20 % lower here.
+            # waiting for) worker threads: per-step p95 10-25 % lower here
+            # (docs/benchmarks.md, "What changed").
             self._conn.set_max_threads_for_exec(int(threads))
         self._in_tx = False
 

@@ -46,6 +46,16 @@ def _objects(agent: Agent, memory, env: ToyEnv) -> dict[str, str]:
     return ids
 
 
+def _two_states(cfg, memory, encoder, segmenter, toy):
+    """An agent, the toy's objects, the toy's state (``here``) and another state (``there``)."""
+    brain = StubBrain()
+    agent = _agent(cfg, memory, encoder, segmenter, brain)
+    ids = _objects(agent, memory, toy)
+    here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
+    there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
+    return brain, agent, ids, here, there
+
+
 def test_first_step_on_empty_memory_is_augmentation(cfg, memory, encoder, segmenter, toy) -> None:
     brain = StubBrain()
     agent = _agent(cfg, memory, encoder, segmenter, brain)
@@ -56,11 +66,7 @@ def test_first_step_on_empty_memory_is_augmentation(cfg, memory, encoder, segmen
 
 
 def test_hq_candidates_are_invoked_first(cfg, memory, encoder, segmenter, toy) -> None:
-    brain = StubBrain()
-    agent = _agent(cfg, memory, encoder, segmenter, brain)
-    ids = _objects(agent, memory, toy)
-    here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
-    there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
+    brain, agent, ids, here, there = _two_states(cfg, memory, encoder, segmenter, toy)
     k = memory.add_skill("toggle", "opens the panel", [Operation("click", object_id=ids["A"])])
     memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
     rec = agent.step(Screen(toy))
@@ -74,12 +80,8 @@ def test_hq_candidates_are_invoked_first(cfg, memory, encoder, segmenter, toy) -
 def test_hq_skill_with_every_object_missing_is_skipped_then_cluster_then_augmentation(
     cfg, memory, encoder, segmenter, toy
 ) -> None:
-    brain = StubBrain()
-    agent = _agent(cfg, memory, encoder, segmenter, brain)
-    ids = _objects(agent, memory, toy)
-    here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
-    there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
-    # A skill whose object is not on screen: grounding fails, nothing happens.
+    brain, agent, ids, here, there = _two_states(cfg, memory, encoder, segmenter, toy)
+    # A skill whose object is not on screen: it cannot be grounded.
     rng = np.random.default_rng(5)
     crop = rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)
     from kgagent.perception.segmenters import phash
@@ -105,11 +107,7 @@ def test_hq_skill_with_every_object_missing_is_skipped_then_cluster_then_augment
 def test_hq_attempt_that_changes_nothing_falls_back_to_stage_2(
     cfg, memory, encoder, segmenter, toy
 ) -> None:
-    brain = StubBrain()
-    agent = _agent(cfg, memory, encoder, segmenter, brain)
-    ids = _objects(agent, memory, toy)
-    here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
-    there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
+    brain, agent, ids, here, there = _two_states(cfg, memory, encoder, segmenter, toy)
     # No object to miss, and the key press does nothing in the toy.
     k = memory.add_skill("inert", "", [Operation("key", key="enter")])
     memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
@@ -323,11 +321,7 @@ def test_stale_cluster_skill_gives_way_to_exploration(cfg, memory, encoder, segm
 
 
 def test_stale_hq_candidate_is_not_sampled(cfg, memory, encoder, segmenter, toy) -> None:
-    brain = StubBrain()
-    agent = _agent(cfg, memory, encoder, segmenter, brain)
-    ids = _objects(agent, memory, toy)
-    here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
-    there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
+    brain, agent, ids, here, there = _two_states(cfg, memory, encoder, segmenter, toy)
     k = memory.add_skill("toggle", "opens the panel", [Operation("click", object_id=ids["A"])])
     memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
     agent._stale[(here.id, k.id)] = 0
