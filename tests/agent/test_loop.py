@@ -56,6 +56,20 @@ def _two_states(cfg, memory, encoder, segmenter, toy):
     return brain, agent, ids, here, there
 
 
+def _toggle_in_a_cluster(cfg, memory, encoder, segmenter, toy):
+    """An agent whose brain picks a cluster holding one proven skill (click A)."""
+    brain = StubBrain()
+    agent = _agent(cfg, memory, encoder, segmenter, brain)
+    ids = _objects(agent, memory, toy)
+    k = memory.add_skill("toggle", "", [Operation("click", object_id=ids["A"])])
+    k.fitness, k.executions = 5.0, 3
+    memory.update_skill(k)
+    c = memory.add_cluster("panel", "")
+    memory.add_to_cluster(k.id, c.id)
+    brain.cluster = c.id
+    return brain, agent, k
+
+
 def test_first_step_on_empty_memory_is_augmentation(cfg, memory, encoder, segmenter, toy) -> None:
     brain = StubBrain()
     agent = _agent(cfg, memory, encoder, segmenter, brain)
@@ -120,18 +134,10 @@ def test_hq_attempt_that_changes_nothing_falls_back_to_stage_2(
 
 def test_cluster_invocation_picks_a_skill_when_no_hq(cfg, memory, encoder, segmenter, toy) -> None:
     cfg.invocation.tau_start = cfg.invocation.tau_min = 0.1  # sharp softmax
-    brain = StubBrain()
-    agent = _agent(cfg, memory, encoder, segmenter, brain)
-    ids = _objects(agent, memory, toy)
-    k = memory.add_skill("toggle", "", [Operation("click", object_id=ids["A"])])
-    k.fitness, k.executions = 5.0, 3
-    memory.update_skill(k)
-    c = memory.add_cluster("panel", "")
-    memory.add_to_cluster(k.id, c.id)
-    brain.cluster = c.id
+    brain, agent, k = _toggle_in_a_cluster(cfg, memory, encoder, segmenter, toy)
     rec = agent.step(Screen(toy))
     assert [e.path for e in rec.executions] == ["cluster"]
-    assert rec.skill_id == k.id and rec.cluster_id == c.id and toy.panel
+    assert rec.skill_id == k.id and rec.cluster_id == brain.cluster and toy.panel
     assert rec.explore_prob is not None and rec.explore_prob < 0.5
     assert memory.clusters()[0].selections == 1
 
@@ -303,15 +309,7 @@ def test_mark_stale_exact(cfg, memory, encoder, segmenter) -> None:
 def test_stale_cluster_skill_gives_way_to_exploration(cfg, memory, encoder, segmenter, toy) -> None:
     """The same set-up as test_cluster_invocation_picks_a_skill_when_no_hq, but the skill is stale."""
     cfg.invocation.tau_start = cfg.invocation.tau_min = 0.1
-    brain = StubBrain()
-    agent = _agent(cfg, memory, encoder, segmenter, brain)
-    ids = _objects(agent, memory, toy)
-    k = memory.add_skill("toggle", "", [Operation("click", object_id=ids["A"])])
-    k.fitness, k.executions = 5.0, 3
-    memory.update_skill(k)
-    c = memory.add_cluster("panel", "")
-    memory.add_to_cluster(k.id, c.id)
-    brain.cluster = c.id
+    brain, agent, k = _toggle_in_a_cluster(cfg, memory, encoder, segmenter, toy)
     here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
     agent._stale[(here.id, k.id)] = 0  # judged not progressive from here at step 0
     rec = agent.step(Screen(toy))  # step 1: 1 − 0 < stale_steps
