@@ -110,7 +110,9 @@ class AugmentConfig:
 
     k_max: int = 3
     candidates_per_length: int = 6  # new atomic actions tried per length k
-    min_change: float = 0.002  # Δ below this is "nothing changed"
+    # Δ below this is "nothing changed" (docs/agent.md, "What counts as a change"): above
+    # a caret or a clock tick, below a changed counter (0.08 % of the screen, measured)
+    min_change: float = 0.0002
     keys: tuple[str, ...] = ("enter", "escape", "space", "tab")
     residual_grid: int = 6  # A3: background clicks on an n×n grid
     rare_action_prob: float = (
@@ -138,7 +140,7 @@ class RewardConfig:
     # Screen novelty (Transition.new_screen_in_episode): an after-screen is a new
     # configuration when its Δ (quarter-resolution grey) against every screen of its state
     # seen in this episode exceeds this share of the pixels (docs/agent.md).
-    screen_novelty_change: float = 0.001
+    screen_novelty_change: float = 0.0002
     screen_novelty_cap: int = 64  # screens remembered per state per episode (FIFO)
     screen_novelty_total_cap: int = 512  # ... and over all states (FIFO)
     screen_novelty_scale: int = 4  # screens are compared downscaled by this factor
@@ -177,7 +179,7 @@ class BrainConfig:
     max_output_tokens: int | None = 512  # sent as max_tokens; None: not sent
     content_json_fallback: bool = True  # accept a valid JSON object in plain content
     # The offline brain (no language model; SPEC "The offline brain").
-    offline_min_change: float = 0.002  # Δ above this counts as "something changed"
+    offline_min_change: float = 0.0002  # Δ above this counts as "something changed"
     offline_consistency_cos: float = 0.3  # cos(effect, mean past effect) for R_semantic
     offline_cluster_cos: float = 0.85  # min cos(state, cluster states) to pick a cluster
     offline_effect_window: int = 10  # newest past effects averaged for consistency
