@@ -194,6 +194,11 @@ class DesktopConfig:
     settle_timeout_s: float = 2.0
     settle_interval_s: float = 0.05
     action_pause_s: float = 0.05
+    # Before acting, watch the idle target this long (screenshots every settle_interval_s);
+    # if it changes on its own, the "nothing changed" floors are raised above that noise
+    # for the run (docs/agent.md, "What counts as a change"). 0 turns the probe off.
+    noise_probe_s: float = 1.0
+    noise_margin: float = 2.0  # floors become at least noise_margin × the idle Δ
 
 
 @dataclass
@@ -282,6 +287,28 @@ class Config:
             raise ConfigError("augment.k_max must be >= 1")
         if not 0.0 <= self.rewards.fitness_decay < 1.0:
             raise ConfigError("rewards.fitness_decay must be in [0, 1)")
+        if self.desktop.noise_probe_s < 0 or self.desktop.noise_margin < 1.0:
+            raise ConfigError("need desktop.noise_probe_s >= 0 and desktop.noise_margin >= 1")
+
+    def raise_change_floors(self, idle_change: float) -> dict[str, tuple[float, float]]:
+        """Lift the three "nothing changed" floors above a measured idle Δ; never lower them.
+
+        Each of ``augment.min_change``, ``brain.offline_min_change`` and
+        ``rewards.screen_novelty_change`` becomes at least ``desktop.noise_margin``
+        × ``idle_change``. Returns {field: (old, new)} for the fields it raised.
+        """
+        floor = self.desktop.noise_margin * float(idle_change)
+        raised: dict[str, tuple[float, float]] = {}
+        for section, name in (
+            ("augment", "min_change"),
+            ("brain", "offline_min_change"),
+            ("rewards", "screen_novelty_change"),
+        ):
+            old = getattr(getattr(self, section), name)
+            if floor > old:
+                setattr(getattr(self, section), name, floor)
+                raised[f"{section}.{name}"] = (old, floor)
+        return raised
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

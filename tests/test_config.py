@@ -77,3 +77,24 @@ def test_ablation_switches_reward_terms():
     c.apply_ablation()
     assert not c.rewards.use_progress and not c.rewards.use_semantic
     assert c.rewards.use_state and c.rewards.use_novelty
+
+
+def test_change_floors_are_raised_above_idle_noise_never_lowered():
+    cfg = Config()
+    base = cfg.augment.min_change
+    assert cfg.raise_change_floors(0.0) == {}  # a still screen changes nothing
+    assert cfg.raise_change_floors(base / 4) == {}  # 2 × noise is still below the floor
+    raised = cfg.raise_change_floors(0.001)  # e.g. a spinner: 0.1 % of the pixels
+    assert set(raised) == {
+        "augment.min_change",
+        "brain.offline_min_change",
+        "rewards.screen_novelty_change",
+    }
+    assert cfg.augment.min_change == cfg.brain.offline_min_change == pytest.approx(0.002)
+    assert cfg.rewards.screen_novelty_change == pytest.approx(0.002)
+    assert raised["augment.min_change"] == (base, pytest.approx(0.002))
+    cfg.raise_change_floors(0.0001)  # a later, quieter probe does not lower them
+    assert cfg.augment.min_change == pytest.approx(0.002)
+    cfg.desktop.noise_margin = 0.5
+    with pytest.raises(ConfigError, match="noise_margin"):
+        cfg.validate()

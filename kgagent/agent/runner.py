@@ -30,6 +30,7 @@ from kgagent.config import Config
 from kgagent.envs.base import Env, Screen
 from kgagent.errors import BudgetExceeded, ConfigError
 from kgagent.paths import resolve_memory_path
+from kgagent.perception.change import idle_change
 
 from .loop import Agent, StepRecord
 
@@ -201,6 +202,7 @@ class Runner:
         self._brain = brain
         self.progress = progress
         self.log: Log = log or (lambda m: print(m, file=sys.stderr))
+        self.idle_change: float | None = None  # measured by the noise probe (live targets)
 
     def _build(self) -> tuple[Env, Any, Any, Any]:
         from kgagent.brain import make_brain
@@ -247,8 +249,10 @@ class Runner:
         try:
             mem = Memory.open(self.memory_path, cfg, encoder=EncoderSpec.of(encoder))
             log_path = self.log_file()
-            agent = Agent(cfg, mem, encoder, segmenter, brain, np.random.default_rng(cfg.run.seed))
             env.reset(seed=cfg.run.seed)
+            if env.live and cfg.desktop.noise_probe_s > 0:
+                self._probe_noise(env)  # before the agent copies the config
+            agent = Agent(cfg, mem, encoder, segmenter, brain, np.random.default_rng(cfg.run.seed))
             screen = Screen(env)
             bar = _progress(n_steps, self.progress)
             with log_path.open("w") as fh, _StopFlag(self.log) as flag:
@@ -319,6 +323,25 @@ class Runner:
             env.close()
         return summary
 
+    def _probe_noise(self, env: Env) -> float:
+        """Measure how much the idle target changes on its own; lift the change floors above it."""
+        d = self.cfg.desktop
+        idle = idle_change(
+            env.observe,
+            duration_s=d.noise_probe_s,
+            interval_s=max(d.settle_interval_s, 0.01),
+            threshold=self.cfg.perception.change_threshold,
+        )
+        self.idle_change = idle
+        raised = self.cfg.raise_change_floors(idle)
+        if raised:
+            changes = ", ".join(f"{k} {a:.3%} -> {b:.3%}" for k, (a, b) in raised.items())
+            self.log(
+                f"noise: the target changes {idle:.3%} of its pixels without any action; "
+                f"raised {changes} for this run (desktop.noise_probe_s=0 turns the probe off)"
+            )
+        return idle
+
     def _header(self, encoder: Any, brain: Any) -> dict[str, Any]:
         return {
             "type": "run",
@@ -328,6 +351,7 @@ class Runner:
             "encoder": getattr(encoder, "identity", "?"),
             "brain": getattr(brain, "name", "?"),
             "memory": str(self.memory_path),
+            "idle_change": self.idle_change,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "config": self.cfg.to_dict(),
         }

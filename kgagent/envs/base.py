@@ -36,6 +36,9 @@ class Env(ABC):
     """A program the agent can see and act on."""
 
     name: str = "env"
+    #: The screen may change without any action (a real program: carets, clocks,
+    #: animations). The runner then measures that noise before the agent acts.
+    live: bool = False
 
     @property
     @abstractmethod

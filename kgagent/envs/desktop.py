@@ -60,6 +60,7 @@ class DesktopEnv(Env):
     """A program on an X display, seen through screenshots and driven by pyautogui."""
 
     name = "desktop"
+    live = True
 
     def __init__(self, config: DesktopConfig | None = None, display: str | None = None) -> None:
         self.config = config or DesktopConfig()

@@ -7,6 +7,9 @@ caller measures change the same way.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import cv2
 import numpy as np
 
@@ -50,3 +53,28 @@ def visual_change(a: np.ndarray, b: np.ndarray, threshold: int = 30) -> float:
         return 0.0
     diff = cv2.absdiff(ga, gb)
     return float(np.count_nonzero(diff > threshold)) / float(diff.size)
+
+
+def idle_change(
+    observe: Callable[[], np.ndarray],
+    *,
+    duration_s: float,
+    interval_s: float,
+    threshold: int = 30,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """The largest Δ between a first screenshot and later ones taken without acting.
+
+    A real program may change its screen on its own (a caret, a clock, a spinner,
+    a video). That change is noise to every "did the action change anything?"
+    test, so it is measured before the agent acts: screenshots every
+    ``interval_s`` for ``duration_s``, each compared with the first. Returns 0.0
+    for a screen that stays still (every built-in game).
+    """
+    first = observe()
+    worst = 0.0
+    n = max(1, int(round(duration_s / interval_s))) if interval_s > 0 else 1
+    for _ in range(n):
+        sleep(max(interval_s, 0.0))
+        worst = max(worst, visual_change(first, observe(), threshold))
+    return worst

@@ -1,7 +1,9 @@
 """A tiny Tk app for the desktop tests: counts clicks per button and key presses.
 
-Usage: python desktop_app.py COUNTS.json [TITLE]. Every event rewrites the JSON
-file, so a test can check exactly what the app received.
+Usage: python desktop_app.py COUNTS.json [TITLE] [animate]. Every event rewrites
+the JSON file, so a test can check exactly what the app received. With
+``animate`` a "spinner" label changes on its own every 100 ms, as a busy
+program's screen does.
 """
 
 from __future__ import annotations
@@ -43,5 +45,14 @@ def key(event: tk.Event) -> None:
 tk.Button(root, text="A", command=lambda: press("A")).place(x=20, y=20, width=120, height=60)
 tk.Button(root, text="B", command=lambda: press("B")).place(x=200, y=20, width=120, height=60)
 root.bind_all("<Key>", key)
+if len(sys.argv) > 3 and sys.argv[3] == "animate":
+    spinner = tk.Label(root, text="", bg="black")
+    spinner.place(x=20, y=100, width=60, height=60)
+
+    def spin(on: bool = True) -> None:
+        spinner.config(bg="white" if on else "black")
+        root.after(100, spin, not on)
+
+    spin()
 root.after(50, save)
 root.mainloop()

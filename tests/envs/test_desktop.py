@@ -175,3 +175,50 @@ def test_xcalc_buttons_change_the_display(xvfb: str) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("animate", [False, True])
+def test_noise_probe_lifts_change_floors_only_for_a_busy_window(
+    xvfb: str, tmp_path: Path, animate: bool
+) -> None:
+    """A run on a window that changes on its own raises the "nothing changed" floors."""
+    from kgagent.agent.runner import Runner
+    from kgagent.config import Config
+
+    counts = tmp_path / "counts.json"
+    title = f"kgnoise-{tmp_path.name}"
+    args = [sys.executable, str(APP), str(counts), title] + (["animate"] if animate else [])
+    proc = subprocess.Popen(args)
+    try:
+        assert _wait(lambda: counts.exists() and _window_up(title, xvfb)), "app did not start"
+        time.sleep(0.3)  # let the first frame be drawn
+        cfg = Config.load(
+            None,
+            [
+                "run.env=desktop",
+                f"desktop.window={title}",
+                "desktop.noise_probe_s=0.6",
+                "perception.encoder=pixel",
+                "perception.segmenter=opencv",
+                "brain.kind=offline",
+            ],
+        )
+        logs: list[str] = []
+        runner = Runner(cfg, memory_path=tmp_path / "mem", progress=False, log=logs.append)
+        summary = runner.run(0)
+        header = json.loads(Path(summary.log_path).read_text().splitlines()[0])
+        floors = header["config"]["augment"]["min_change"]
+        if animate:
+            # the 60×60 spinner flips every 100 ms: a share of the 400×300 window
+            assert runner.idle_change > 0.01
+            assert floors == pytest.approx(2 * runner.idle_change)
+            assert header["config"]["brain"]["offline_min_change"] == floors
+            assert any(m.startswith("noise: the target changes") for m in logs)
+        else:
+            assert runner.idle_change == 0.0
+            assert floors == Config().augment.min_change
+            assert not any(m.startswith("noise:") for m in logs)
+        assert header["idle_change"] == runner.idle_change
+    finally:
+        proc.kill()
+        proc.wait()

@@ -32,3 +32,22 @@ def test_rgb_uses_grayscale():
 def test_shape_mismatch_raises():
     with pytest.raises(ValueError, match="differ in size"):
         visual_change(np.zeros((4, 4), np.uint8), np.zeros((4, 5), np.uint8))
+
+
+def test_idle_change_is_the_largest_change_from_the_first_frame():
+    from kgagent.perception.change import idle_change
+
+    still = np.zeros((10, 10), np.uint8)
+    blink = still.copy()
+    blink[0, :3] = 255  # 3 % of the pixels
+    spin = still.copy()
+    spin[5:7, :] = 255  # 20 %
+    frames = iter([still, blink, still, spin, still])
+    slept: list[float] = []
+    got = idle_change(lambda: next(frames), duration_s=0.4, interval_s=0.1, sleep=slept.append)
+    assert got == pytest.approx(0.20)
+    assert slept == [0.1] * 4  # one screenshot per interval over the duration, no real sleep
+    frames = iter([still] * 5)
+    assert (
+        idle_change(lambda: next(frames), duration_s=0.4, interval_s=0.1, sleep=slept.append) == 0.0
+    )
