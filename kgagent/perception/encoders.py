@@ -112,7 +112,11 @@ class PixelEncoder:
 
         gx = cv2.Sobel(gray, cv2.CV_32F, 1, 0, ksize=3)
         gy = cv2.Sobel(gray, cv2.CV_32F, 0, 1, ksize=3)
-        grid = cv2.resize(cv2.magnitude(gx, gy), self._GRID, interpolation=cv2.INTER_AREA).ravel()
+        # The gradient magnitude, correctly rounded. cv2.magnitude is not: its result differs
+        # in the last bits from one process to another (a SIMD path chosen at run time), which
+        # made runs under one seed diverge now and then.
+        mag = np.sqrt(np.square(gx, dtype=np.float64) + np.square(gy, dtype=np.float64))
+        grid = cv2.resize(mag.astype(np.float32), self._GRID, interpolation=cv2.INTER_AREA).ravel()
         grid_centred = _unit(grid - grid.mean())
         grid_raw = _unit(grid)
 
