@@ -323,7 +323,7 @@ class Runner:
             env.close()
         return summary
 
-    def _probe_noise(self, env: Env) -> float:
+    def _probe_noise(self, env: Env) -> None:
         """Measure how much the idle target changes on its own; lift the change floors above it."""
         d = self.cfg.desktop
         idle = idle_change(
@@ -340,7 +340,6 @@ class Runner:
                 f"noise: the target changes {idle:.3%} of its pixels without any action; "
                 f"raised {changes} for this run (desktop.noise_probe_s=0 turns the probe off)"
             )
-        return idle
 
     def _header(self, encoder: Any, brain: Any) -> dict[str, Any]:
         return {

@@ -96,12 +96,18 @@ def _unit(rng: np.random.Generator, dim: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def test_journal_records_reach_lancedb_in_batches(tmp_path) -> None:
-    rng = np.random.default_rng(0)
-    vs = VectorStore(tmp_path / "vectors", 8, flush_rows=4)
-    vecs = [_unit(rng, 8) for _ in range(6)]
+def _filled(tmp_path, seed: int, n: int, flush_rows: int) -> tuple[VectorStore, list[np.ndarray]]:
+    """A store with ``n`` random unit vectors put as s-0 … s-(n-1), revision 0."""
+    rng = np.random.default_rng(seed)
+    vs = VectorStore(tmp_path / "vectors", 8, flush_rows=flush_rows)
+    vecs = [_unit(rng, 8) for _ in range(n)]
     for i, v in enumerate(vecs):
         vs.put(f"s-{i}", 0, v)
+    return vs, vecs
+
+
+def test_journal_records_reach_lancedb_in_batches(tmp_path) -> None:
+    vs, vecs = _filled(tmp_path, seed=0, n=6, flush_rows=4)
     # Four records were moved into LanceDB in one append; two wait in the journal.
     assert vs._table.count_rows() == 4 and vs.appends == 1
     assert len(vs.journal.read()) == 2
@@ -115,11 +121,7 @@ def test_journal_records_reach_lancedb_in_batches(tmp_path) -> None:
 
 
 def test_journal_survives_a_crash_and_cuts_a_torn_tail(tmp_path) -> None:
-    rng = np.random.default_rng(1)
-    vs = VectorStore(tmp_path / "vectors", 8, flush_rows=100)
-    vecs = [_unit(rng, 8) for _ in range(3)]
-    for i, v in enumerate(vecs):
-        vs.put(f"s-{i}", 0, v)
+    vs, vecs = _filled(tmp_path, seed=1, n=3, flush_rows=100)
     vs.put("s-0", 1, vecs[2])  # a merge's revision
     path = vs.journal.path
     good = path.stat().st_size
@@ -143,10 +145,7 @@ def test_journal_survives_a_crash_and_cuts_a_torn_tail(tmp_path) -> None:
 
 def test_journal_replay_after_a_crash_between_append_and_clear(tmp_path) -> None:
     """Records already in LanceDB are not appended twice."""
-    rng = np.random.default_rng(2)
-    vs = VectorStore(tmp_path / "vectors", 8, flush_rows=100)
-    for i in range(3):
-        vs.put(f"s-{i}", 0, _unit(rng, 8))
+    vs, _ = _filled(tmp_path, seed=2, n=3, flush_rows=100)
     vs._append(vs._pending)  # the LanceDB append happened; the journal was not emptied
     fresh = VectorStore(tmp_path / "vectors", 8)
     fresh.load({f"s-{i}": 0 for i in range(3)})
