@@ -12,7 +12,11 @@ plus one new atomic action. New atomic actions are tried in the papers' order:
 
 Within a group the order is shuffled; operations already tried from this state
 after this prefix (remembered in the state's MCTS tree) come last, so repeated
-visits explore new actions instead of repeating dead ones. An operation whose
+visits explore new actions instead of repeating dead ones. Actions on objects
+where the program just reacted (a prefix's effect, or at k = 1 the effect of the
+last action that changed the screen), away from where the agent acted, come
+first: that is where a program expects the next input. Found there right after a
+validated skill made that reaction, the operation extends that skill. An operation whose
 Δ is below ``cfg.augment.min_change`` changed nothing and is never kept; the
 search stops at the first operation with a recognisable effect. The loop then
 asks the brain to name the sequence or declare it meaningless.
@@ -36,7 +40,7 @@ from kgagent.actions import Operation
 from kgagent.config import Config
 from kgagent.envs.base import Screen
 from kgagent.memory.models import Skill, UIObject
-from kgagent.perception.change import visual_change
+from kgagent.perception.change import changed_regions, visual_change
 
 from .executor import CropLookup, Execution, HintLookup, OpResult, execute
 from .invocation import MctsStats
@@ -108,6 +112,47 @@ def residual_actions(
     return ops
 
 
+def reaction_focus(
+    before: np.ndarray,
+    after: np.ndarray,
+    acted: Sequence[tuple[int, int]],
+    cfg: Config,
+) -> list[tuple[int, int, int, int]]:
+    """Where the program reacted to a prefix, away from where the agent acted.
+
+    The changed places between ``before`` and ``after`` (see
+    :func:`~kgagent.perception.change.changed_regions`), minus those containing
+    a point the prefix acted on (pressing the same thing again is no follow-up).
+    Empty when what is left covers more than ``cfg.augment.focus_max_area`` of
+    the screen: a whole new screen has no particular place to look.
+    """
+    if cfg.augment.focus_max_area <= 0:
+        return []
+    regions = [
+        r
+        for r in changed_regions(before, after, cfg.perception.change_threshold)
+        if not any(_inside(p, r) for p in acted)
+    ]
+    h, w = before.shape[:2]
+    covered = sum(rw * rh for _x, _y, rw, rh in regions)
+    return regions if covered <= cfg.augment.focus_max_area * w * h else []
+
+
+def split_focus(
+    ops: Sequence[Operation],
+    objects: Sequence[UIObject],
+    regions: Sequence[tuple[int, int, int, int]],
+) -> tuple[list[Operation], list[Operation]]:
+    """``ops`` split into those acting first on an object centred in ``regions``, and the rest."""
+    inside: set[str] = set()
+    for o in objects:
+        x, y, bw, bh = o.bbox
+        if any(_inside((x + bw // 2, y + bh // 2), r) for r in regions):
+            inside.add(o.id)
+    near = [op for op in ops if op.object_id in inside]
+    return near, [op for op in ops if op.object_id not in inside]
+
+
 def order_untried(ops: Sequence[Operation], tried: dict[str, float]) -> list[Operation]:
     """Untried operations first (keeping their order), then tried ones by the change they caused."""
     seen: set[str] = set()
@@ -138,6 +183,9 @@ class AugmentResult:
     prefix_executed: bool = False  # the prefix ran (and had an effect) even if nothing was found
     tried: list[tuple[str, float]] = field(default_factory=list)  # (op description, Δ)
     actions: int = 0  # concrete actions sent to the program, discarded tries included
+    # The prefix is the skill whose execution made the current screen (the previous
+    # one): it ran before this call, so ``execution`` covers only the new operation.
+    prefix_ran_before: bool = False
 
 
 def choose_prefix(
@@ -174,6 +222,7 @@ def augment(
     cfg: Config,
     rng: np.random.Generator,
     hint_of: HintLookup | None = None,
+    previous: Skill | None = None,
 ) -> AugmentResult:
     """Grow one skill bottom-up from the current screen (see the module docstring).
 
@@ -181,6 +230,9 @@ def augment(
     screen reached after a prefix; ``present`` says whether an object is on the
     current screen (prefix choice); ``tree`` is the state's MCTS statistics, whose
     record of tried operations is updated in place (the caller stores it).
+    ``previous`` is the validated skill whose execution made the current screen,
+    if the caller knows one: an operation found where that execution made the
+    program react is its follow-up, kept as ``previous`` + the operation.
     """
     start = screen.observe()
     size = (start.shape[1], start.shape[0])
@@ -192,6 +244,7 @@ def augment(
         sum(1 for op in base if op_key(op) not in tried_here) / len(base) if base else 0.0
     )
     prefix: Skill | None = None
+    near_keys: set[str] = set()
     if cfg.augment.k_max > 1 and rng.random() >= untried_share:
         prefix = choose_prefix(library, tree, present, cfg, rng)
 
@@ -202,7 +255,16 @@ def augment(
 
     if prefix is None:
         k = 1
-        candidates = order_untried(base, tried_here)
+        # Where the program last reacted (the current screen is that reaction) is
+        # where it expects input: actions there come first, even ones that did
+        # nothing on an earlier screen of this state.
+        focus: list[tuple[int, int, int, int]] = []
+        reaction = screen.last_reaction
+        if reaction is not None and reaction[0].shape == start.shape:
+            focus = reaction_focus(reaction[0], start, reaction[1].points(), cfg)
+        near, rest = split_focus(base, objects, focus)
+        near_keys = {op_key(op) for op in near}
+        candidates = order_untried(near, tried_here) + order_untried(rest, tried_here)
         prefix_key = ""
     else:
         k = len(prefix.operations) + 1
@@ -228,8 +290,14 @@ def augment(
         rng.shuffle(a1)  # type: ignore[arg-type]
         a2 = object_actions(objs, rng, cfg.augment.rare_action_prob)
         a3 = residual_actions(size, objs, cfg, rng)
+        # Actions on what the prefix changed come first: where a program reacts to a
+        # selection is where it expects the next input (a menu's items, a dialog's
+        # buttons, highlighted targets).
+        acted = [p for r in pre.ops if r.action is not None for p in r.action.points()]
+        focus = reaction_focus(start, after_prefix, acted, cfg)
+        near, rest = split_focus(a2, objs, focus)
         prefix_key = prefix.id
-        candidates = order_untried(a1 + a2 + a3, tree.tried(prefix_key))
+        candidates = order_untried(near + a1 + rest + a3, tree.tried(prefix_key))
 
     budget = cfg.augment.candidates_per_length
     for op in candidates:
@@ -247,6 +315,25 @@ def augment(
         if ex.change >= cfg.augment.min_change:
             # Stop at the first recognisable effect. (A new state implies a change
             # far above min_change, so Δ alone decides.)
+            if (
+                prefix is None
+                and previous is not None
+                and len(previous.operations) < cfg.augment.k_max
+                and op_key(op) in near_keys
+            ):
+                # A follow-up of the previous skill (it acts where that skill made the
+                # program react): the previous skill is its validated prefix.
+                return AugmentResult(
+                    found=True,
+                    operations=[*previous.operations, op],
+                    prefix=previous,
+                    execution=_combine(start, screen.observe(), all_ops, None, cfg),
+                    k=len(previous.operations) + 1,
+                    prefix_executed=True,
+                    tried=tried_log,
+                    actions=actions,
+                    prefix_ran_before=True,
+                )
             return AugmentResult(
                 found=True,
                 operations=prefix_ops + [op],

@@ -169,6 +169,9 @@ class Agent:
         self._screen_seq = 0
         self._screen_count = 0  # screens kept over all states
         self._stale: dict[tuple[str, str], int] = {}
+        # The last screen-changing execution, if a validated skill made it: (skill,
+        # execution, from state, its feature). Its follow-ups extend it (augment).
+        self._prev: tuple[Skill, Execution, str, np.ndarray] | None = None
         self._effects: dict[str, deque[np.ndarray]] = {}
         # States each skill was executed from in this run (the graph keeps only
         # successful ones as skill edges; no_graph keeps none).
@@ -567,6 +570,8 @@ class Agent:
         out.evaluated = True
         success = ex.ok and ex.change >= self.cfg.augment.min_change
         out.valid_transition = success
+        if ex.change >= self.cfg.augment.min_change:
+            self._prev = (skill, ex, state_id, feat) if success else None
 
         skill.fitness = update_fitness(skill.fitness, terms.total, self.cfg.rewards.fitness_decay)
         skill.executions += 1
@@ -654,6 +659,12 @@ class Agent:
         library = self.mem.skills("active")
         tree = self._tree(state_id)
         image = screen.observe()
+        prev = self._prev
+        if prev is not None and (
+            self.mem.get_skill(prev[0].id).status != "active"
+            or not np.array_equal(prev[1].after, image)
+        ):
+            prev = None  # the skill was removed, or the screen is no longer what it made
         res: AugmentResult = augment(
             screen,
             objects=objects,
@@ -665,7 +676,23 @@ class Agent:
             cfg=self.cfg,
             rng=self.rng,
             hint_of=self._hint,
+            previous=prev[0] if prev is not None else None,
         )
+        if res.found and res.prefix_ran_before and prev is not None:
+            # A follow-up of the previous skill: the new skill is both, run from where
+            # the previous one started.
+            self.mem.put_mcts(state_id, tree.to_json())
+            _skill, prev_ex, state_id, feat = prev
+            tree = self._tree(state_id)
+            res.execution = Execution(
+                before=prev_ex.before,
+                after=res.execution.after,
+                ops=[*prev_ex.ops, *res.execution.ops],
+                change=visual_change(
+                    prev_ex.before, res.execution.after, self.cfg.perception.change_threshold
+                ),
+                ok=True,
+            )
         note = f"k={res.k}; tried " + ", ".join(f"{d} Δ={c:.4f}" for d, c in res.tried)
         if not res.found:
             if res.prefix is not None and res.prefix_executed:
@@ -930,6 +957,7 @@ class Agent:
         self._screen_order.clear()
         self._screen_count = 0
         self._stale.clear()
+        self._prev = None
         self._last = None
 
 

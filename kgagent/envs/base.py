@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from kgagent.actions import Action
+from kgagent.perception.change import visual_change
 
 
 @dataclass
@@ -78,12 +79,16 @@ class Env(ABC):
 class Screen:
     """What the agent is allowed to see of an environment: pixels in, actions out."""
 
-    __slots__ = ("_env", "_done", "_last")
+    __slots__ = ("_env", "_done", "_last", "_reaction", "_change_floor")
 
-    def __init__(self, env: Env) -> None:
+    def __init__(self, env: Env, *, change_floor: float = 0.0) -> None:
+        """``change_floor``: the Δ an action must exceed to count as the program's reaction
+        (a live screen's own noise stays below it); 0 counts any changed pixel."""
         self._env = env
         self._done = False
         self._last: np.ndarray | None = None
+        self._reaction: tuple[np.ndarray, Action] | None = None
+        self._change_floor = change_floor
 
     @property
     def size(self) -> tuple[int, int]:
@@ -99,11 +104,30 @@ class Screen:
             self._last = self._env.observe()
         return self._last
 
+    @property
+    def last_reaction(self) -> tuple[np.ndarray, Action] | None:
+        """The screen before the last action that changed the screen, and that action.
+
+        The agent's own short-term memory of cause and effect: the current screen
+        is what the program made of that action (actions since changed nothing).
+        """
+        return self._reaction
+
     def act(self, action: Action) -> np.ndarray:
+        before = self._last
         obs, _reward, terminated, truncated, _info = self._env.step(action)
         self._done = bool(terminated or truncated)
         self._last = obs
+        if before is not None and self._changed(before, obs):
+            self._reaction = (before, action)
         return obs
+
+    def _changed(self, before: np.ndarray, after: np.ndarray) -> bool:
+        if before.shape != after.shape:
+            return True
+        if self._change_floor <= 0:
+            return not np.array_equal(before, after)
+        return visual_change(before, after) > self._change_floor
 
     def refresh(self) -> np.ndarray:
         self._last = self._env.observe()

@@ -78,3 +78,33 @@ def idle_change(
         sleep(max(interval_s, 0.0))
         worst = max(worst, visual_change(first, observe(), threshold))
     return worst
+
+
+def changed_regions(
+    a: np.ndarray, b: np.ndarray, threshold: int = 30, *, grow: int = 8, min_pixels: int = 16
+) -> list[tuple[int, int, int, int]]:
+    """Bounding boxes ``(x, y, w, h)`` of the places where the screen changed from ``a`` to ``b``.
+
+    The pixels counted by :func:`visual_change` are grown by ``grow`` pixels (so a
+    frame drawn around an element and the element itself form one place) and
+    split into connected parts; parts with fewer than ``min_pixels`` changed
+    pixels are dropped as specks. Largest first. Raises ``ValueError`` on screens
+    of different sizes, as :func:`visual_change` does.
+    """
+    ga, gb = to_gray(a), to_gray(b)
+    if ga.shape != gb.shape:
+        raise ValueError(f"screens differ in size: {ga.shape} vs {gb.shape}")
+    if ga.size == 0:
+        return []
+    mask = (cv2.absdiff(ga, gb) > threshold).astype(np.uint8)
+    if not mask.any():
+        return []
+    grown = cv2.dilate(mask, np.ones((2 * grow + 1, 2 * grow + 1), np.uint8)) if grow > 0 else mask
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(grown, connectivity=8)
+    counts = np.bincount(labels[mask > 0].ravel(), minlength=n)
+    boxes = [
+        (int(stats[i, 0]), int(stats[i, 1]), int(stats[i, 2]), int(stats[i, 3]))
+        for i in range(1, n)
+        if counts[i] >= min_pixels
+    ]
+    return sorted(boxes, key=lambda bx: -bx[2] * bx[3])

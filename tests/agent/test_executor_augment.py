@@ -13,7 +13,7 @@ from kgagent.envs.base import Screen
 from kgagent.memory import Skill
 from kgagent.perception.segmenters import phash
 
-from .toy import TEX, A, B, T, ToyEnv
+from .toy import TEX, A, B, FramedEnv, T, ToyEnv
 
 
 def _objects(memory):
@@ -137,3 +137,122 @@ def test_augment_grows_k_from_a_validated_prefix(memory, cfg) -> None:
     assert res.k == 2 and res.prefix is prefix and res.prefix_executed
     assert res.found and res.operations[0] == select_b and len(res.operations) == 2
     assert tree.tried(prefix.id)  # extensions are remembered per prefix
+
+
+def _all_singles_tried(objs, cfg, tree) -> None:
+    from kgagent.agent.augment import object_actions, residual_actions
+
+    rng = np.random.default_rng(0)
+    for op in object_actions(list(objs.values()), rng, 0.0) + residual_actions(
+        (240, 160), list(objs.values()), cfg, rng
+    ):
+        tree.mark_tried("", op_key(op), 0.0)
+
+
+def test_reaction_focus_drops_where_the_agent_acted_and_whole_screens(cfg) -> None:
+    from kgagent.agent.augment import reaction_focus
+
+    env = FramedEnv()
+    before = env.reset()[0]
+    env.selected = True
+    after = env.observe()
+    b_centre = (B[0] + B[2] // 2, B[1] + B[3] // 2)
+    focus = reaction_focus(before, after, [b_centre], cfg)
+    t_centre = (T[0] + T[2] // 2, T[1] + T[3] // 2)
+    assert focus and all(
+        not (x <= b_centre[0] < x + w and y <= b_centre[1] < y + h) for x, y, w, h in focus
+    )
+    assert any(x <= t_centre[0] < x + w and y <= t_centre[1] < y + h for x, y, w, h in focus)
+    env.panel = True  # a panel over most of the screen: no particular place
+    assert reaction_focus(before, env.observe(), [b_centre], cfg) == []
+    cfg.augment.focus_max_area = 0.0  # switched off
+    assert reaction_focus(before, after, [b_centre], cfg) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_after_a_prefix_the_place_that_reacted_is_tried_first(memory, cfg, seed) -> None:
+    cfg.augment.rare_action_prob = 0.0
+    cfg.augment.candidates_per_length = 1  # one try: it must be the target
+    env = FramedEnv()
+    env.reset()
+    objs = _objects(memory)
+    prefix = Skill("k-b", "select B", "", [Operation("click", object_id=objs["B"].id)])
+    tree = MctsStats()
+    _all_singles_tried(objs, cfg, tree)
+    res = _run_augment(memory, cfg, env, objs, tree, library=[prefix], seed=seed)
+    assert res.k == 2 and res.found and env.fired == 1
+    assert res.operations[1] == Operation("click", object_id=objs["T"].id, object_name="btnT")
+
+
+def test_without_focus_one_try_after_the_prefix_usually_misses(memory, cfg) -> None:
+    """The control for the test above: the order alone does not put the target first."""
+    cfg.augment.rare_action_prob = 0.0
+    cfg.augment.candidates_per_length = 1
+    cfg.augment.focus_max_area = 0.0
+    objs = _objects(memory)
+    prefix = Skill("k-b", "select B", "", [Operation("click", object_id=objs["B"].id)])
+    found = []
+    for seed in range(4):
+        env = FramedEnv()
+        env.reset()
+        tree = MctsStats()
+        _all_singles_tried(objs, cfg, tree)
+        found.append(_run_augment(memory, cfg, env, objs, tree, library=[prefix], seed=seed).found)
+    assert not all(found)
+
+
+def test_k1_follows_the_last_reaction_even_past_a_dead_try(memory, cfg) -> None:
+    cfg.augment.rare_action_prob = 0.0
+    cfg.augment.candidates_per_length = 1
+    env = FramedEnv()
+    env.reset()
+    objs = _objects(memory)
+    tree = MctsStats()
+    click_t = Operation("click", object_id=objs["T"].id, object_name="btnT")
+    tree.mark_tried("", op_key(click_t), 0.0)  # T did nothing when nothing was selected
+    screen = Screen(env)
+    screen.observe()
+    b = (B[0] + B[2] // 2, B[1] + B[3] // 2)
+    from kgagent.actions import Action
+
+    screen.act(Action(kind="click", x=b[0], y=b[1]))  # the agent selected B last step
+    assert screen.last_reaction is not None
+    res = augment(
+        screen,
+        objects=list(objs.values()),
+        objects_on=lambda img: list(objs.values()),
+        tree=tree,
+        library=[],
+        crop_of=memory.object_crop,
+        present=lambda oid: True,
+        cfg=cfg,
+        rng=np.random.default_rng(0),
+    )
+    assert res.found and res.k == 1 and res.operations == [click_t] and env.fired == 1
+
+
+def test_screen_remembers_the_last_action_that_changed_it(toy) -> None:
+    from kgagent.actions import Action
+
+    screen = Screen(toy)
+    first = screen.observe()
+    assert screen.last_reaction is None
+    screen.act(Action(kind="click", x=5, y=5))  # nothing there: no reaction
+    assert screen.last_reaction is None
+    click_a = Action(kind="click", x=A[0] + 5, y=A[1] + 5)
+    screen.act(click_a)
+    before, action = screen.last_reaction
+    assert action == click_a and np.array_equal(before, first)
+    screen.act(Action(kind="key", key="enter"))  # changes nothing: the reaction stays
+    assert screen.last_reaction[1] == click_a
+
+
+def test_a_screens_change_floor_keeps_small_changes_from_counting_as_a_reaction(toy) -> None:
+    from kgagent.actions import Action
+
+    screen = Screen(toy, change_floor=0.01)  # e.g. a live window's measured noise
+    screen.observe()
+    screen.act(Action(kind="click", x=B[0] + 5, y=B[1] + 5))  # a 0.3 % highlight
+    assert screen.last_reaction is None
+    screen.act(Action(kind="click", x=A[0] + 5, y=A[1] + 5))  # the panel: 50 %
+    assert screen.last_reaction is not None

@@ -326,3 +326,55 @@ def test_stale_hq_candidate_is_not_sampled(cfg, memory, encoder, segmenter, toy)
     rec = agent.step(Screen(toy))
     assert "hq" not in [e.path for e in rec.executions]
     assert rec.path == "augment"  # no candidates, no cluster: augmentation
+
+
+def test_a_follow_up_where_the_last_skill_made_the_program_react_extends_that_skill(
+    cfg, memory, encoder, segmenter
+) -> None:
+    """Select B (a proven skill), then T, framed by the selection, is tried and kept as B + T."""
+    from .toy import FramedEnv
+
+    cfg.augment.rare_action_prob = 0.0
+    cfg.augment.candidates_per_length = 1  # only the first candidate is tried
+    env = FramedEnv()
+    env.reset()
+    brain = StubBrain()  # no cluster fits: stage 2 always falls through to augmentation
+    agent = _agent(cfg, memory, encoder, segmenter, brain)
+    ids = _objects(agent, memory, env)
+    here = memory.merge_or_create_state(encoder.encode([env.observe()])[0])
+    there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
+    select = memory.add_skill("select B", "", [Operation("click", object_id=ids["B"])])
+    memory.upsert_skill_edge(here.id, there.id, select.id, 0.5, 1.0)
+    screen = Screen(env)
+    recs = [agent.step(screen) for _ in range(3)]
+    ex = [e for r in recs for e in r.executions]
+    assert ex[0].path == "hq" and ex[0].skill_id == select.id  # B selected by the skill
+    kept = [e for e in ex if e.note.startswith("new skill")]
+    assert kept and env.fired >= 1  # (the new skill may run again in a later step)
+    first = kept[0]
+    assert "k=2" in first.note
+    assert [op["object_id"] for op in first.operations] == [ids["B"], ids["T"]]
+    assert first.from_state == here.id  # the follow-up runs from where the selection started
+    assert len(memory.get_skill(first.skill_id).operations) == 2
+
+
+def test_without_a_previous_skill_the_framed_target_alone_is_kept(
+    cfg, memory, encoder, segmenter
+) -> None:
+    """The control: the same screens, but B was selected by no skill, so T is a k = 1 skill."""
+    from kgagent.actions import Action
+
+    from .toy import FramedEnv
+
+    cfg.augment.rare_action_prob = 0.0
+    cfg.augment.candidates_per_length = 1
+    env = FramedEnv()
+    env.reset()
+    agent = _agent(cfg, memory, encoder, segmenter, StubBrain())
+    ids = _objects(agent, memory, env)
+    screen = Screen(env)
+    screen.observe()
+    screen.act(Action(kind="click", x=B[0] + 5, y=B[1] + 5))  # not the agent's skill
+    rec = agent.step(screen)
+    assert rec.path == "augment" and env.fired == 1
+    assert [op["object_id"] for op in rec.operations] == [ids["T"]]

@@ -6,6 +6,9 @@
   two-step skill;
 * target T (right): does nothing on its own;
 * key "enter": does nothing; everything else: nothing.
+
+``FramedEnv`` also draws a frame around T while B is selected, as programs
+highlight the targets of a selection.
 """
 
 from __future__ import annotations
@@ -84,6 +87,19 @@ class ToyEnv(Env):
 
     def ground_truth(self) -> GroundTruth:
         return GroundTruth(progression=float(self.fired), score=float(self.fired))
+
+
+class FramedEnv(ToyEnv):
+    """The toy, but selecting B also frames the target T (as programs highlight targets)."""
+
+    def observe(self):
+        img = super().observe()
+        if self.selected:
+            x, y, w, h = T
+            frame = img[y - 6 : y + h + 6, x - 6 : x + w + 6]
+            for edge in (frame[:3], frame[-3:], frame[:, :3], frame[:, -3:]):
+                edge[...] = (255, 255, 0)
+        return img
 
 
 class ToySegmenter:

@@ -51,3 +51,29 @@ def test_idle_change_is_the_largest_change_from_the_first_frame():
     assert (
         idle_change(lambda: next(frames), duration_s=0.4, interval_s=0.1, sleep=slept.append) == 0.0
     )
+
+
+def test_changed_regions_boxes_each_place_largest_first():
+    from kgagent.perception.change import changed_regions
+
+    a = np.zeros((200, 300), np.uint8)
+    b = a.copy()
+    b[20:30, 20:40] = 255  # a small change at the top left
+    b[100:160, 200:280] = 255  # a larger one at the bottom right
+    b[190, 5] = 255  # a one-pixel speck: dropped
+    assert changed_regions(a, b, grow=0) == [(200, 100, 80, 60), (20, 20, 20, 10)]
+    assert changed_regions(a, a) == []
+    with pytest.raises(ValueError, match="differ in size"):
+        changed_regions(a, np.zeros((200, 301), np.uint8))
+
+
+def test_changed_regions_joins_a_frame_and_its_content():
+    from kgagent.perception.change import changed_regions
+
+    a = np.zeros((200, 300), np.uint8)
+    b = a.copy()
+    b[50:52, 100:160] = 255  # a frame's top and bottom edges, 40 px apart
+    b[90:92, 100:160] = 255
+    assert len(changed_regions(a, b, grow=0)) == 2
+    ((x, y, w, h),) = changed_regions(a, b, grow=20)  # grown: one place
+    assert x <= 100 and y <= 50 and x + w >= 160 and y + h >= 92
