@@ -3,10 +3,13 @@
 Grid: games × ablations × seeds, each a fresh memory, ``--steps`` steps, the
 offline brain, the weight-free pixel encoder and the OpenCV segmenter (so it
 runs on any machine). Then a multi-round run per game: ``--rounds`` runs of
-``--steps`` steps that resume one memory (seed = round), as in Table 2.
+``--steps`` steps that resume one memory (seed = round), as in Table 2;
+``--series N`` plays N such series in fresh memories (series s: seed 100·s + round)
+and judges "round 3 > round 0" on the mean over series.
 
     python benchmarks/learning.py                       # 2 games × 4 methods × 3 seeds × 300 steps
     python benchmarks/learning.py --steps 100 --seeds 1 --games cardgame --jobs 2
+    python benchmarks/learning.py --seeds 0 --series 6 --games cardgame --jobs 2   # rounds only
     python benchmarks/learning.py --write /tmp/learning.md   (then update docs/benchmarks.md, section Learning)
 
 Metrics: progression and score are the games' ground truth (floors / turns,
@@ -72,9 +75,19 @@ def one_run(
     return asdict(s)
 
 
-def rounds_run(game: str, rounds: int, steps: int, memory: str, overrides: list[str]) -> list[dict]:
-    """Table 2: ``rounds`` runs of the full agent resuming one memory, round r with seed r."""
-    return [one_run(game, "full", r, steps, memory, overrides) for r in range(rounds)]
+def series_seed(series: int, rnd: int) -> int:
+    """Round ``rnd`` of series ``series`` plays seed r (series 0) or 100·s + r."""
+    return rnd if series == 0 else 100 * series + rnd
+
+
+def rounds_run(
+    game: str, rounds: int, steps: int, memory: str, overrides: list[str], series: int = 0
+) -> list[dict]:
+    """Table 2: ``rounds`` runs of the full agent resuming one memory (seeds: ``series_seed``)."""
+    return [
+        one_run(game, "full", series_seed(series, r), steps, memory, overrides)
+        for r in range(rounds)
+    ]
 
 
 def _fmt(values: list[float], digits: int) -> str:
@@ -99,7 +112,7 @@ def table(results: list[dict], games: list[str]) -> str:
     return "\n".join(lines)
 
 
-def rounds_table(per_game: dict[str, list[dict]]) -> str:
+def rounds_table(per_game: dict[str, list[list[dict]]]) -> str:
     cols = (
         ("progression", "progression"),
         ("score", "score"),
@@ -113,17 +126,24 @@ def rounds_table(per_game: dict[str, list[dict]]) -> str:
         ("similarity_edges", "sim edges"),
     )
     lines = [
-        "| game | round | " + " | ".join(t for _, t in cols) + " |",
-        "|" + "---|" * (len(cols) + 2),
+        "| game | series | round | " + " | ".join(t for _, t in cols) + " |",
+        "|" + "---|" * (len(cols) + 3),
     ]
-    for g, rows in per_game.items():
-        for i, r in enumerate(rows):
-            cells = [f"{r[k]:.3f}" if isinstance(r[k], float) else str(r[k]) for k, _ in cols]
-            lines.append(f"| {g} | {i} | " + " | ".join(cells) + " |")
+    for g, series in per_game.items():
+        for s, rows in enumerate(series):
+            for i, r in enumerate(rows):
+                cells = [f"{r[k]:.3f}" if isinstance(r[k], float) else str(r[k]) for k, _ in cols]
+                lines.append(f"| {g} | {s} | {i} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def verdict(results: list[dict], per_game: dict[str, list[dict]], games: list[str]) -> str:
+def round_means(series: list[list[dict]]) -> list[float]:
+    """Mean progression of each round over the series."""
+    n = min(len(rows) for rows in series)
+    return [statistics.fmean(rows[i]["progression"] for rows in series) for i in range(n)]
+
+
+def verdict(results: list[dict], per_game: dict[str, list[list[dict]]], games: list[str]) -> str:
     out = []
     for g in games:
 
@@ -142,12 +162,14 @@ def verdict(results: list[dict], per_game: dict[str, list[dict]], games: list[st
             out.append(
                 f"- {g}: full {full:.2f} vs no_graph {nog:.2f} (target ≥ 1.3×): {'met' if ok else 'MISSED'}"
             )
-        rows = per_game.get(g)
-        if rows and len(rows) >= 2:
-            a, b = rows[0]["progression"], rows[-1]["progression"]
+        series = per_game.get(g)
+        means = round_means(series) if series else []
+        if len(means) >= 2:
+            a, b = means[0], means[-1]
+            per = " / ".join(f"{m:.2f}" for m in means)
             out.append(
-                f"- {g}: round {len(rows) - 1} progression {b:g} vs round 0 {a:g} "
-                f"(target: better): {'met' if b > a else 'MISSED'}"
+                f"- {g}: rounds {per} (mean of {len(series)} series); round {len(means) - 1} "
+                f"vs round 0 (target: better): {'met' if b > a else 'MISSED'}"
             )
     return "\n".join(out)
 
@@ -161,6 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--games", default="cardgame,civgame")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--rounds", type=int, default=4, help="Table 2 rounds (0 to skip)")
+    ap.add_argument(
+        "--series",
+        type=int,
+        default=1,
+        help="independent round series, each in its own memory (series s: seeds 100·s + r)",
+    )
     ap.add_argument("--jobs", type=int, default=1, help="parallel processes")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="S.F=V")
     ap.add_argument("--write", default=None, help="write a Markdown report to this file")
@@ -174,10 +202,17 @@ def main(argv: list[str] | None = None) -> int:
         # The rounds are sequential within a game (each resumes the last memory): the
         # longest jobs, so they are submitted first and the single runs fill the gaps.
         round_jobs = {
-            g: pool.submit(
-                rounds_run, g, args.rounds, args.steps, str(tmp / f"{g}-rounds"), args.overrides
+            (g, s): pool.submit(
+                rounds_run,
+                g,
+                args.rounds,
+                args.steps,
+                str(tmp / f"{g}-rounds-{s}"),
+                args.overrides,
+                s,
             )
             for g in games
+            for s in range(max(1, args.series))
             if args.rounds > 0
         }
         for g in games:
@@ -194,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"score {r['score']:g} ERR {r['err']:.3f} nodes {r['nodes']} ({r['duration_s']:.0f} s)",
                 file=sys.stderr,
             )
-        per_game = {g: j.result() for g, j in round_jobs.items()}
+        per_game: dict[str, list[list[dict]]] = {}
+        for (g, _s), j in round_jobs.items():
+            per_game.setdefault(g, []).append(j.result())
     elapsed = time.time() - t0
     cmd = "python benchmarks/learning.py " + " ".join(
         shlex.quote(a) for a in (argv or sys.argv[1:])
