@@ -115,8 +115,9 @@ class AugmentConfig:
     min_change: float = 0.0002
     keys: tuple[str, ...] = ("enter", "escape", "space", "tab")
     residual_grid: int = 6  # A3: background clicks on an n×n grid
-    # After a prefix, actions on objects where the screen reacted come first, unless those
-    # places cover more than this share of the screen (docs/agent.md); 0 switches it off
+    # Actions on objects where the program reacted to the last action (or to a prefix) come
+    # first, unless those places cover more than this share of the screen (docs/agent.md,
+    # "Where the program reacted"); 0 switches it off
     focus_max_area: float = 0.5
     rare_action_prob: float = (
         0.15  # A2: share of double/right clicks and drags among object actions

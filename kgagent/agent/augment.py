@@ -277,7 +277,7 @@ def augment(
                 found=False,
                 operations=[],
                 prefix=prefix,
-                execution=_combine(start, screen.observe(), all_ops, pre.error, cfg),
+                execution=combine(start, screen.observe(), all_ops, pre.error, cfg),
                 k=k,
                 prefix_executed=pre.actions > 0,
                 tried=[(f"prefix {prefix.name}", pre.change)],
@@ -327,7 +327,7 @@ def augment(
                     found=True,
                     operations=[*previous.operations, op],
                     prefix=previous,
-                    execution=_combine(start, screen.observe(), all_ops, None, cfg),
+                    execution=combine(start, screen.observe(), all_ops, None, cfg),
                     k=len(previous.operations) + 1,
                     prefix_executed=True,
                     tried=tried_log,
@@ -338,7 +338,7 @@ def augment(
                 found=True,
                 operations=prefix_ops + [op],
                 prefix=prefix,
-                execution=_combine(start, screen.observe(), all_ops, None, cfg),
+                execution=combine(start, screen.observe(), all_ops, None, cfg),
                 k=k,
                 prefix_executed=prefix is not None,
                 tried=tried_log,
@@ -349,7 +349,7 @@ def augment(
         found=False,
         operations=[],
         prefix=prefix,
-        execution=_combine(start, screen.observe(), all_ops, None, cfg),
+        execution=combine(start, screen.observe(), all_ops, None, cfg),
         k=k,
         prefix_executed=prefix is not None,
         tried=tried_log,
@@ -357,13 +357,14 @@ def augment(
     )
 
 
-def _combine(
+def combine(
     before: np.ndarray,
     after: np.ndarray,
     ops: list[OpResult],
     error: str | None,
     cfg: Config,
 ) -> Execution:
+    """One execution made of ``ops`` run from ``before`` to ``after`` (Δ between the two)."""
     return Execution(
         before=before,
         after=after,

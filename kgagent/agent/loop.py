@@ -43,7 +43,14 @@ from kgagent.memory.models import Skill, StateHit, UIObject
 from kgagent.perception.base import Segmenter, StateEncoder
 from kgagent.perception.change import to_gray, visual_change
 
-from .augment import AugmentResult, augment, object_actions, ops_key, residual_actions
+from .augment import (
+    AugmentResult,
+    augment,
+    combine,
+    object_actions,
+    ops_key,
+    residual_actions,
+)
 from .executor import Execution, execute, object_present
 from .invocation import EXPLORE, ClusterChoice, MctsStats, choose_in_cluster, sample_hq
 from .rewards import RewardTerms, judgement_terms, novelty_reward, r_total, update_fitness
@@ -684,14 +691,12 @@ class Agent:
             self.mem.put_mcts(state_id, tree.to_json())
             _skill, prev_ex, state_id, feat = prev
             tree = self._tree(state_id)
-            res.execution = Execution(
-                before=prev_ex.before,
-                after=res.execution.after,
-                ops=[*prev_ex.ops, *res.execution.ops],
-                change=visual_change(
-                    prev_ex.before, res.execution.after, self.cfg.perception.change_threshold
-                ),
-                ok=True,
+            res.execution = combine(
+                prev_ex.before,
+                res.execution.after,
+                [*prev_ex.ops, *res.execution.ops],
+                None,
+                self.cfg,
             )
         note = f"k={res.k}; tried " + ", ".join(f"{d} Δ={c:.4f}" for d, c in res.tried)
         if not res.found:
