@@ -253,7 +253,11 @@ class Runner:
             if env.live and cfg.desktop.noise_probe_s > 0:
                 self._probe_noise(env)  # before the agent copies the config
             agent = Agent(cfg, mem, encoder, segmenter, brain, np.random.default_rng(cfg.run.seed))
-            screen = Screen(env, change_floor=cfg.augment.min_change if env.live else 0.0)
+            screen = Screen(
+                env,
+                change_floor=cfg.augment.min_change if env.live else 0.0,
+                threshold=cfg.perception.change_threshold,
+            )
             bar = _progress(n_steps, self.progress)
             with log_path.open("w") as fh, _StopFlag(self.log) as flag:
                 fh.write(json.dumps(self._header(encoder, brain)) + "\n")

@@ -79,16 +79,18 @@ class Env(ABC):
 class Screen:
     """What the agent is allowed to see of an environment: pixels in, actions out."""
 
-    __slots__ = ("_env", "_done", "_last", "_reaction", "_change_floor")
+    __slots__ = ("_env", "_done", "_last", "_reaction", "_change_floor", "_threshold")
 
-    def __init__(self, env: Env, *, change_floor: float = 0.0) -> None:
-        """``change_floor``: the Δ an action must exceed to count as the program's reaction
-        (a live screen's own noise stays below it); 0 counts any changed pixel."""
+    def __init__(self, env: Env, *, change_floor: float = 0.0, threshold: int = 30) -> None:
+        """``change_floor``: the Δ (grey-level ``threshold``) an action must exceed to count
+        as the program's reaction (a live screen's own noise stays below it); 0 counts any
+        changed pixel."""
         self._env = env
         self._done = False
         self._last: np.ndarray | None = None
         self._reaction: tuple[np.ndarray, Action] | None = None
         self._change_floor = change_floor
+        self._threshold = threshold
 
     @property
     def size(self) -> tuple[int, int]:
@@ -127,7 +129,7 @@ class Screen:
             return True
         if self._change_floor <= 0:
             return not np.array_equal(before, after)
-        return visual_change(before, after) > self._change_floor
+        return visual_change(before, after, self._threshold) > self._change_floor
 
     def refresh(self) -> np.ndarray:
         self._last = self._env.observe()

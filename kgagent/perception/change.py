@@ -46,13 +46,18 @@ def visual_change(a: np.ndarray, b: np.ndarray, threshold: int = 30) -> float:
     size, because a resized window is not a pixel-wise change and silently
     cropping would hide it.
     """
+    mask = _change_mask(a, b, threshold)
+    if mask.size == 0:
+        return 0.0
+    return float(np.count_nonzero(mask)) / float(mask.size)
+
+
+def _change_mask(a: np.ndarray, b: np.ndarray, threshold: int) -> np.ndarray:
+    """Boolean mask of the pixels whose grey-level difference exceeds ``threshold``."""
     ga, gb = to_gray(a), to_gray(b)
     if ga.shape != gb.shape:
         raise ValueError(f"screens differ in size: {ga.shape} vs {gb.shape}")
-    if ga.size == 0:
-        return 0.0
-    diff = cv2.absdiff(ga, gb)
-    return float(np.count_nonzero(diff > threshold)) / float(diff.size)
+    return cv2.absdiff(ga, gb) > threshold
 
 
 def idle_change(
@@ -91,12 +96,7 @@ def changed_regions(
     pixels are dropped as specks. Largest first. Raises ``ValueError`` on screens
     of different sizes, as :func:`visual_change` does.
     """
-    ga, gb = to_gray(a), to_gray(b)
-    if ga.shape != gb.shape:
-        raise ValueError(f"screens differ in size: {ga.shape} vs {gb.shape}")
-    if ga.size == 0:
-        return []
-    mask = (cv2.absdiff(ga, gb) > threshold).astype(np.uint8)
+    mask = _change_mask(a, b, threshold).astype(np.uint8)
     if not mask.any():
         return []
     grown = cv2.dilate(mask, np.ones((2 * grow + 1, 2 * grow + 1), np.uint8)) if grow > 0 else mask
