@@ -594,6 +594,12 @@ def _build(
         },
     )
     tables: dict[str, Any] = meta["tables"]
+    # Every table handed to the engine stays referenced until the engine is
+    # closed, so closing never frees one. kuzu 0.11.3 aborted once in CI inside
+    # Connection.close() right after these COPYs (not reproduced in 100 imports
+    # alone); the likeliest cause is its binding dropping the last reference to
+    # a scanned table outside the interpreter lock.
+    loaded: list[pa.Table] = []
     db = GraphDB(new / "graph.db", engine)
     try:
         migrations.apply(db, migrations.available()[:version])
@@ -616,6 +622,7 @@ def _build(
             for name in order:
                 t = tables[name]
                 tab = _read_parquet(staged / t["member"], t["member"])
+                loaded.append(tab)
                 _check_table(name, t, tab)
                 if name == "State":
                     state_revs = dict(
@@ -639,6 +646,7 @@ def _build(
             raise
     finally:
         db.close()
+        loaded.clear()
     blobs = staged / "blobs"
     missing = sorted(b for b in blob_refs if not (blobs / b[:2] / f"{b}.png").is_file())
     if missing:
