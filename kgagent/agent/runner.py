@@ -30,7 +30,7 @@ from kgagent.config import Config
 from kgagent.envs.base import Env, Screen
 from kgagent.errors import BudgetExceeded, ConfigError
 from kgagent.paths import resolve_memory_path
-from kgagent.perception.change import idle_change
+from kgagent.perception.change import idle_change, visual_change
 
 from .loop import Agent, StepRecord
 
@@ -337,12 +337,19 @@ class Runner:
             threshold=self.cfg.perception.change_threshold,
         )
         self.idle_change = idle
+        if idle > 0:
+            # a screen that never holds still settles once consecutive screenshots
+            # differ no more than the idle screen does
+            threshold = self.cfg.perception.change_threshold
+            env.tolerate_motion(lambda a, b: visual_change(a, b, threshold) <= idle)
         raised = self.cfg.raise_change_floors(idle)
         if raised:
             changes = ", ".join(f"{k} {a:.3%} -> {b:.3%}" for k, (a, b) in raised.items())
             self.log(
                 f"noise: the target changes {idle:.3%} of its pixels without any action; "
-                f"raised {changes} for this run (desktop.noise_probe_s=0 turns the probe off)"
+                f"raised {changes} for this run, and an action's screen counts as settled "
+                "once consecutive screenshots differ no more than that "
+                "(desktop.noise_probe_s=0 turns the probe off)"
             )
 
     def _header(self, encoder: Any, brain: Any) -> dict[str, Any]:

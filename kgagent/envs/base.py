@@ -14,6 +14,7 @@ the harness (:class:`kgagent.agent.runner.Runner`).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,11 @@ class Env(ABC):
     @abstractmethod
     def ground_truth(self) -> GroundTruth:
         """The harness's view of progress. Never passed to the agent."""
+
+    def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool]) -> None:  # noqa: B027
+        """Live targets: ``still(a, b)`` tells two consecutive screenshots of a
+        settled screen apart from a screen that is still reacting. The runner
+        sets it from the measured idle change; a still program needs none."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""

@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,7 @@ class DesktopEnv(Env):
 
     def __init__(self, config: DesktopConfig | None = None, display: str | None = None) -> None:
         self.config = config or DesktopConfig()
+        self._still: Callable[[np.ndarray, np.ndarray], bool] | None = None
         os.environ.setdefault("XDG_SESSION_TYPE", "x11")
         disp = display or os.environ.get("DISPLAY")
         if not disp:
@@ -151,17 +153,26 @@ class DesktopEnv(Env):
             out[y0 - y : y1 - y, x0 - x : x1 - x] = np.asarray(img)
         return out
 
-    def _settle(self) -> np.ndarray:
-        """Poll captures until two consecutive ones are equal (bounded by settle_timeout_s)."""
+    def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool]) -> None:
+        self._still = still
+
+    def _settle(self) -> tuple[np.ndarray, bool]:
+        """Poll captures until two consecutive ones show a settled screen.
+
+        Settled means equal, or ``still(prev, cur)`` when the runner measured that
+        the target moves on its own (a spinner never gives two equal captures, so
+        without it every action would wait the whole ``settle_timeout_s``).
+        Returns the last capture and whether it settled before the timeout.
+        """
         deadline = time.monotonic() + self.config.settle_timeout_s
         prev = self._grab()
         while time.monotonic() < deadline:
             time.sleep(self.config.settle_interval_s)
             cur = self._grab()
-            if np.array_equal(cur, prev):
-                return cur
+            if np.array_equal(cur, prev) or (self._still is not None and self._still(prev, cur)):
+                return cur, True
             prev = cur
-        return prev
+        return prev, False
 
     # ------------------------------------------------------------ Env API
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
@@ -191,7 +202,8 @@ class DesktopEnv(Env):
         except EnvironmentError_:
             # the action closed the program: that ends the episode
             return np.zeros((h, w, 3), np.uint8), 0.0, True, False, {"alive": False}
-        return self._settle(), 0.0, False, False, self._info()
+        obs, settled = self._settle()
+        return obs, 0.0, False, False, {**self._info(), "settled": settled}
 
     def ground_truth(self) -> GroundTruth:
         try:

@@ -2,7 +2,7 @@
 
 Usage: python desktop_app.py COUNTS.json [TITLE] [animate]. Every event rewrites
 the JSON file, so a test can check exactly what the app received. With
-``animate`` a "spinner" label changes on its own every 100 ms, as a busy
+``animate`` a "spinner" label changes on its own every 20 ms, as a busy
 program's screen does.
 """
 
@@ -46,12 +46,15 @@ tk.Button(root, text="A", command=lambda: press("A")).place(x=20, y=20, width=12
 tk.Button(root, text="B", command=lambda: press("B")).place(x=200, y=20, width=120, height=60)
 root.bind_all("<Key>", key)
 if len(sys.argv) > 3 and sys.argv[3] == "animate":
-    spinner = tk.Label(root, text="", bg="black")
+    # eight greys 32 levels apart, one every 20 ms: any two screenshots taken more
+    # than one tick apart differ by more than the 30-level change threshold
+    greys = [f"#{g:02x}{g:02x}{g:02x}" for g in range(0, 256, 32)]
+    spinner = tk.Label(root, text="", bg=greys[0])
     spinner.place(x=20, y=100, width=60, height=60)
 
-    def spin(on: bool = True) -> None:
-        spinner.config(bg="white" if on else "black")
-        root.after(100, spin, not on)
+    def spin(i: int = 0) -> None:
+        spinner.config(bg=greys[i % len(greys)])
+        root.after(20, spin, i + 1)
 
     spin()
 root.after(50, save)

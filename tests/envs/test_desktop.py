@@ -209,7 +209,7 @@ def test_noise_probe_lifts_change_floors_only_for_a_busy_window(
         header = json.loads(Path(summary.log_path).read_text().splitlines()[0])
         floors = header["config"]["augment"]["min_change"]
         if animate:
-            # the 60×60 spinner flips every 100 ms: a share of the 400×300 window
+            # the 60×60 spinner changes every 20 ms: a share of the 400×300 window
             assert runner.idle_change > 0.01
             assert floors == pytest.approx(2 * runner.idle_change)
             assert header["config"]["brain"]["offline_min_change"] == floors
@@ -219,6 +219,48 @@ def test_noise_probe_lifts_change_floors_only_for_a_busy_window(
             assert floors == Config().augment.min_change
             assert not any(m.startswith("noise:") for m in logs)
         assert header["idle_change"] == runner.idle_change
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_busy_window_settles_within_its_idle_change(xvfb: str, tmp_path: Path) -> None:
+    """A spinner never gives two equal screenshots; after the noise probe an action's
+    screen still settles (consecutive screenshots within the idle change), where
+    without it every action waits the whole settle timeout."""
+    from kgagent.agent.runner import Runner
+    from kgagent.config import Config
+    from kgagent.envs.desktop import DesktopEnv
+
+    counts = tmp_path / "counts.json"
+    title = f"kgbusy-{tmp_path.name}"
+    proc = subprocess.Popen([sys.executable, str(APP), str(counts), title, "animate"])
+    try:
+        assert _wait(lambda: counts.exists() and _window_up(title, xvfb)), "app did not start"
+        time.sleep(0.3)
+        cfg = Config.load(
+            None,
+            [
+                "run.env=desktop",
+                f"desktop.window={title}",
+                "desktop.noise_probe_s=0.6",
+                "desktop.settle_timeout_s=0.8",
+                "perception.encoder=pixel",
+                "perception.segmenter=opencv",
+                "brain.kind=offline",
+            ],
+        )
+        env = DesktopEnv(cfg.desktop)
+        *_, info = env.step(Action("click", x=80, y=50))
+        assert info["settled"] is False  # the spinner kept every pair of screenshots apart
+        runner = Runner(
+            cfg, memory_path=tmp_path / "mem", env=env, progress=False, log=lambda m: None
+        )
+        runner.run(0)  # probes the noise and tells the env how much motion is idle
+        assert runner.idle_change > 0.01
+        *_, info = env.step(Action("click", x=260, y=50))
+        assert info["settled"] is True
+        assert _wait(lambda: (_counts(counts)["A"], _counts(counts)["B"]) == (1, 1), 3)
     finally:
         proc.kill()
         proc.wait()
