@@ -78,6 +78,11 @@ class PerceptionConfig:
     dedup_hash_distance: int = 4  # overlapping segments within this pHash distance are one
     opencv_edge_threshold: int = 24  # OpenCV segmenter: colour-gradient level that is an edge
     opencv_text_join: int = 7  # OpenCV segmenter: px gap closed to join letters into a label
+    # Segment again a screen that merged into a known state but changed since that
+    # state's objects were segmented (a new hand of cards, a moved unit): augmentation
+    # then acts on what is on screen now. Off: objects are segmented once per state
+    # (cheaper with SAM on a CPU, where one segmentation takes tens of seconds).
+    resegment: bool = True
 
 
 @dataclass

@@ -58,6 +58,7 @@ from .rewards import RewardTerms, judgement_terms, novelty_reward, r_total, upda
 PATHS = ("hq", "cluster", "augment", "random", "idle")
 _PAST_EFFECTS = 8  # feature changes remembered per skill for the brain's consistency check
 _CROP_CACHE = 4096
+_SEGMENTED_SCREENS = 64  # grey screens kept to tell whether a state's screen changed (~1 MB each)
 
 
 @dataclass
@@ -166,6 +167,8 @@ class Agent:
         self.step_no = 0
         self._visited: set[str] = set()  # states seen in this episode
         self._state_objects: dict[str, list[UIObject]] = {}
+        # state id -> the grey screen its objects were last segmented from (newest last)
+        self._segmented_screens: OrderedDict[str, np.ndarray] = OrderedDict()
         self._crops: OrderedDict[str, np.ndarray] = OrderedDict()
         # (last merged screen, its state, its feature, whether it was a new screen config)
         self._last: tuple[np.ndarray, StateHit, np.ndarray, bool] | None = None
@@ -275,16 +278,40 @@ class Agent:
             self._stale[key] = self.step_no
 
     def _objects_for(self, state_id: str, image: np.ndarray, created: bool) -> list[UIObject]:
-        """The state's UI objects: segmented once per state, then cached (and kept in memory)."""
-        cached = self._state_objects.get(state_id)
-        if cached is not None:
-            return cached
-        objs: list[UIObject] = [] if created else list(self.mem.state_objects(state_id))
-        if not objs:
-            objs = self._segment(image)
+        """The UI objects on this screen of ``state_id``, linked to the state in memory.
+
+        Segmented when the state is first seen in this run. With
+        ``perception.resegment`` a later screen of the same state that differs from
+        the one segmented (Δ above ``augment.min_change``) is segmented again, so the
+        objects are the ones on screen now; without it a state's objects are
+        segmented once and then reused (or loaded from memory).
+        """
+        resegment = self.cfg.perception.resegment
+        gray = to_gray(image) if resegment else None
+        objs = self._state_objects.get(state_id)
+        if objs is not None:
+            seen = self._segmented_screens.get(state_id)
+            if gray is None or (
+                seen is not None
+                and seen.shape == gray.shape
+                and visual_change(seen, gray, self.cfg.perception.change_threshold)
+                <= self.cfg.augment.min_change
+            ):
+                return objs
+        elif not (created or resegment):
+            objs = list(self.mem.state_objects(state_id))
             if objs:
-                self.mem.link_state_objects(state_id, [o.id for o in objs])
+                self._state_objects[state_id] = objs
+                return objs
+        objs = self._segment(image)
+        if objs:
+            self.mem.link_state_objects(state_id, [o.id for o in objs])
         self._state_objects[state_id] = objs
+        if gray is not None:
+            self._segmented_screens[state_id] = gray
+            self._segmented_screens.move_to_end(state_id)
+            if len(self._segmented_screens) > _SEGMENTED_SCREENS:
+                self._segmented_screens.popitem(last=False)
         return objs
 
     def _segment(self, image: np.ndarray) -> list[UIObject]:

@@ -378,3 +378,54 @@ def test_without_a_previous_skill_the_framed_target_alone_is_kept(
     rec = agent.step(screen)
     assert rec.path == "augment" and env.fired == 1
     assert [op["object_id"] for op in rec.operations] == [ids["T"]]
+
+
+class _BarSegmenter:
+    """The toy's widgets, plus the "fired" bar once it shows; counts its calls."""
+
+    identity = "toy-bar"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def segment(self, image):
+        from kgagent.perception.base import Segment
+        from kgagent.perception.segmenters import phash
+
+        from .toy import ToySegmenter
+
+        self.calls += 1
+        out = ToySegmenter().segment(image)
+        if image[15, 15, 0] == 220:  # the bar's first 20 px are red
+            crop = image[10:30, 10:30].copy()
+            out.append(Segment((10, 10, 20, 20), crop, phash(crop)))
+        return out
+
+
+def test_a_changed_screen_of_a_known_state_is_segmented_again(cfg, memory, encoder, toy) -> None:
+    seg = _BarSegmenter()
+    agent = _agent(cfg, memory, encoder, seg, StubBrain())
+    s = memory.merge_or_create_state(encoder.encode([toy.observe()])[0]).id
+    first = agent._objects_for(s, toy.observe(), True)
+    assert seg.calls == 1 and len(first) == 3
+    assert agent._objects_for(s, toy.observe(), False) == first  # the same screen again
+    assert seg.calls == 1
+    toy.fired = 1  # the bar appears: Δ = 400 px / 38,400 = 1 % > augment.min_change
+    now = agent._objects_for(s, toy.observe(), False)
+    assert seg.calls == 2 and len(now) == 4
+    assert {o.id for o in first} < {o.id for o in now}  # the same widgets are the same objects
+    assert {o.id for o in memory.state_objects(s)} == {o.id for o in now}  # linked to the state
+
+
+def test_without_resegment_a_state_keeps_its_first_objects(cfg, memory, encoder, toy) -> None:
+    cfg.perception.resegment = False
+    seg = _BarSegmenter()
+    agent = _agent(cfg, memory, encoder, seg, StubBrain())
+    s = memory.merge_or_create_state(encoder.encode([toy.observe()])[0]).id
+    first = agent._objects_for(s, toy.observe(), True)
+    toy.fired = 1
+    assert agent._objects_for(s, toy.observe(), False) == first and seg.calls == 1
+    # a new agent (a new run) loads the state's objects from memory instead of segmenting
+    again = _agent(cfg, memory, encoder, seg, StubBrain())
+    assert {o.id for o in again._objects_for(s, toy.observe(), False)} == {o.id for o in first}
+    assert seg.calls == 1
