@@ -596,9 +596,10 @@ def _build(
     tables: dict[str, Any] = meta["tables"]
     # Every table handed to the engine stays referenced until the engine is
     # closed, so closing never frees one. kuzu 0.11.3 aborted once in CI inside
-    # Connection.close() right after these COPYs (not reproduced in 100 imports
-    # alone); the likeliest cause is its binding dropping the last reference to
-    # a scanned table outside the interpreter lock.
+    # Connection.close() right after these COPYs, on a machine whose disk was
+    # nearly full (not reproduced in 100 imports alone). A write failing for lack
+    # of space is one explanation; the binding dropping the last reference to a
+    # scanned table outside the interpreter lock is another, and this rules it out.
     loaded: list[pa.Table] = []
     db = GraphDB(new / "graph.db", engine)
     try:
