@@ -35,6 +35,20 @@ def _clicks(env, n: int) -> tuple[float, int]:
     return (time.perf_counter() - t) / n, settled
 
 
+def _wait_for_display(display: str, proc: subprocess.Popen, timeout_s: float = 10.0) -> bool:
+    """Wait until the X server answers (a fixed sleep is too short on a loaded machine)."""
+    from Xlib import display as xdisplay
+
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            xdisplay.Display(display).close()
+            return True
+        except Exception:  # noqa: BLE001 - not up yet
+            time.sleep(0.1)
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clicks", type=int, default=10)
@@ -47,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["XDG_SESSION_TYPE"] = "x11"
     procs = [subprocess.Popen(["Xvfb", args.display, "-screen", "0", "1280x800x24"])]
     try:
-        time.sleep(1.0)
+        if not _wait_for_display(args.display, procs[0]):
+            print(f"error: Xvfb {args.display} did not start (display in use?)", file=sys.stderr)
+            return 1
         counts = Path(tempfile.mkdtemp()) / "counts.json"
         procs.append(
             subprocess.Popen([sys.executable, str(APP), str(counts), "kgsettle", "animate"])
