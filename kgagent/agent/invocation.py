@@ -17,7 +17,7 @@ are updated after every execution.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,17 +98,34 @@ def ucb_scores(
     )
 
 
+def can_start(skill: Skill, present: Callable[[str], bool]) -> bool:
+    """Whether the skill's first operation has all its objects on screen.
+
+    The objects of later operations may appear only after the first ones act (a
+    menu item after its menu), so only the first operation's are required now.
+    Without them grounding fails before any input reaches the program: the
+    execution is a certain failure, whatever the other objects' share.
+    """
+    if not skill.operations:
+        return False
+    return all(present(o) for o in skill.operations[0].object_ids())
+
+
 def prefilter(
     skills: Sequence[Skill],
     missing_share: Sequence[float],
     stale: Sequence[bool] | None = None,
+    startable: Sequence[bool] | None = None,
 ) -> list[int]:
-    """Indices of skills worth scoring: not suspended/pruned, not all objects missing, not stale.
+    """Indices of skills worth scoring: active, not all objects missing, startable, not stale.
 
     A skill with no objects at all (keys, raw points) has a missing share of 0
-    and always passes. ``stale[k]`` marks a skill that recently failed to make
-    progress from this state (the loop's anti-cycling, ``invocation.stale_steps``);
-    it is filtered like a suspended one.
+    and always passes. ``startable[k]`` is :func:`can_start` for skill k: the
+    appendix's pre-filter "excludes actions requiring unavailable objects", and
+    the objects of the first operation are required before anything can act.
+    The missing share of the others stays Eq. 6's penalty. ``stale[k]`` marks a
+    skill that recently failed to make progress from this state (the loop's
+    anti-cycling, ``invocation.stale_steps``); it is filtered like a suspended one.
     """
     keep = []
     for i, (s, ms) in enumerate(zip(skills, missing_share, strict=True)):
@@ -117,6 +134,8 @@ def prefilter(
         if stale is not None and stale[i]:
             continue
         if s.object_ids() and float(ms) >= 1.0:
+            continue
+        if startable is not None and not startable[i]:
             continue
         keep.append(i)
     return keep
@@ -180,6 +199,7 @@ def choose_in_cluster(
     cfg: InvocationConfig,
     rng: np.random.Generator,
     stale: Sequence[bool] | None = None,
+    startable: Sequence[bool] | None = None,
 ) -> ClusterChoice:
     """Score the cluster's skills (Eq. 6), add the explore arm, softmax (Eq. 7), sample.
 
@@ -189,9 +209,10 @@ def choose_in_cluster(
     where augmentation has rarely been tried, while ``N_i`` keeps growing with
     the cluster's use. When the explore arm's probability exceeds
     ``exploration_trigger`` the step is pure exploration — and so it is when the
-    pre-filter (suspended, all objects missing, ``stale``) leaves no skill.
+    pre-filter (suspended, all objects missing, first operation's objects missing,
+    ``stale``) leaves no skill.
     """
-    keep = prefilter(skills, missing_share, stale)
+    keep = prefilter(skills, missing_share, stale, startable)
     kept = [skills[i] for i in keep]
     tau = temperature(total_selections, cfg)
     eta = ucb_scores(

@@ -52,7 +52,14 @@ from .augment import (
     residual_actions,
 )
 from .executor import Execution, execute, object_present
-from .invocation import EXPLORE, ClusterChoice, MctsStats, choose_in_cluster, sample_hq
+from .invocation import (
+    EXPLORE,
+    ClusterChoice,
+    MctsStats,
+    can_start,
+    choose_in_cluster,
+    sample_hq,
+)
 from .rewards import RewardTerms, judgement_terms, novelty_reward, r_total, update_fitness
 
 PATHS = ("hq", "cluster", "augment", "random", "idle")
@@ -429,8 +436,8 @@ class Agent:
             candidates = self.mem.hq_candidates(state_id)  # Eq. 2–3
             # Anti-cycling: skills that just failed to progress from here are not candidates.
             candidates = [c for c in candidates if not self._is_stale(state_id, c.skill_id)]
-            # Eq. 4 over the candidates whose objects are on this screen: the same pre-filter
-            # as stage 2 (a skill whose objects are all missing cannot be grounded). Drawing
+            # Eq. 4 over the candidates that can act on this screen: the same pre-filter as
+            # stage 2 (not all objects missing; the first operation's objects present). Drawing
             # the whole urn and skipping absent skills samples exactly the filtered urn, and
             # checks presence only for the skills drawn. (Drawing the whole urn up front
             # costs 0.3 / 2 / 7.6 ms for 20 / 100 / 300 candidates; a lazy draw would use
@@ -444,7 +451,7 @@ class Agent:
                 if skill.status != "active":
                     continue  # suspended or pruned by an earlier attempt of this step
                 ids = skill.object_ids()
-                if ids and not any(present(o) for o in ids):
+                if (ids and not any(present(o) for o in ids)) or not can_start(skill, present):
                     continue
                 attempts += 1
                 ex = self._run_skill(screen, skill, "hq", state_id, feat, rec)
@@ -507,8 +514,9 @@ class Agent:
             missing.append(sum(1 for o in ids if not present(o)) / len(ids) if ids else 0.0)
         tree = self._tree(state_id)
         stale = [self._is_stale(state_id, s.id) for s in members]
+        startable = [can_start(s, present) for s in members]
         choice = choose_in_cluster(
-            members, missing, n_i, tree.n(EXPLORE), self.cfg.invocation, self.rng, stale
+            members, missing, n_i, tree.n(EXPLORE), self.cfg.invocation, self.rng, stale, startable
         )
         rec.explore_prob = choice.explore_prob
         return choice, cluster_id

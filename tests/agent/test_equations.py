@@ -12,6 +12,7 @@ from kgagent.actions import Operation
 from kgagent.agent.invocation import (
     EXPLORE,
     MctsStats,
+    can_start,
     choose_in_cluster,
     exploration_bonus,
     hq_probabilities,
@@ -100,6 +101,39 @@ def test_eq6_prefilter_drops_suspended_and_all_missing() -> None:
     # anti-cycling: a stale skill is filtered like a suspended one
     stale = [False, True, False, False, False]
     assert prefilter(skills, [0.0, 0.5, 1.0, 0.0, 0.0], stale) == [0, 4]
+
+
+def test_prefilter_drops_a_skill_whose_first_operation_cannot_be_grounded() -> None:
+    on_screen = {"a"}
+    present = on_screen.__contains__
+    click_a_then_b = Skill(
+        "ab", "ab", "", [Operation("click", object_id="a"), Operation("click", object_id="b")]
+    )
+    click_b_then_a = Skill(
+        "ba", "ba", "", [Operation("click", object_id="b"), Operation("click", object_id="a")]
+    )
+    key_then_b = Skill(
+        "kb", "kb", "", [Operation("key", key="enter"), Operation("click", object_id="b")]
+    )
+    drag_a_to_b = Skill("d", "d", "", [Operation("drag", object_id="a", object_id2="b")])
+    # b may appear after a acts (a menu item after its menu): only the first operation counts
+    assert can_start(click_a_then_b, present)
+    assert not can_start(click_b_then_a, present)
+    assert can_start(key_then_b, present)
+    assert not can_start(drag_a_to_b, present)  # a drag needs both ends now
+    skills = [click_a_then_b, click_b_then_a, key_then_b, drag_a_to_b]
+    missing = [0.5, 0.5, 1.0, 0.5]
+    # without the flag only "all missing" goes (key_then_b); with it, the unstartable go too
+    assert prefilter(skills, missing) == [0, 1, 3]
+    startable = [can_start(s, present) for s in skills]
+    assert prefilter(skills, missing, None, startable) == [0]
+    cfg = InvocationConfig(tau_start=0.1, tau_min=0.1)
+    c = choose_in_cluster(skills, missing, 1, 0, cfg, np.random.default_rng(0), None, startable)
+    assert c.arms == ["ab", EXPLORE]
+    c = choose_in_cluster(
+        [click_b_then_a], [0.5], 1, 0, cfg, np.random.default_rng(0), None, [False]
+    )
+    assert c.pure_exploration and c.skill_id is None and c.arms == [EXPLORE]
 
 
 # ------------------------------------------------------------------ Eq. 7

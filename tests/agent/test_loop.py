@@ -118,6 +118,37 @@ def test_hq_skill_with_every_object_missing_is_skipped_then_cluster_then_augment
     assert memory.get_skill(k.id).executions == 0 and memory.get_skill(k.id).failures == 0
 
 
+def test_a_skill_whose_first_object_is_missing_is_tried_in_neither_stage(
+    cfg, memory, encoder, segmenter, toy
+) -> None:
+    """Half its objects are on screen, but the first operation's is not: it cannot start."""
+    brain, agent, ids, here, there = _two_states(cfg, memory, encoder, segmenter, toy)
+    rng = np.random.default_rng(5)
+    crop = rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)
+    from kgagent.perception.segmenters import phash
+
+    ghost = memory.upsert_object(crop, (100, 40, 40, 30), phash(crop))
+    ops = [Operation("click", object_id=ghost.id), Operation("click", object_id=ids["A"])]
+    k = memory.add_skill("ghost then A", "", ops)
+    k.fitness, k.executions = 5.0, 3  # a proven skill: Eq. 6 would favour it
+    memory.update_skill(k)
+    memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
+    c = memory.add_cluster("c", "")
+    memory.add_to_cluster(k.id, c.id)
+    brain.cluster = c.id
+    rec = agent.step(Screen(toy))
+    paths = [e.path for e in rec.executions]
+    assert "hq" not in paths and "choose_cluster" in brain.calls
+    assert paths[-1] == "augment" and rec.explore_prob is not None
+    assert memory.get_skill(k.id).executions == 3 and memory.get_skill(k.id).failures == 0
+    # The same skill reversed (A first) can start, and stage 1 runs it.
+    ab = memory.add_skill("A then ghost", "", list(reversed(ops)))
+    memory.upsert_skill_edge(here.id, there.id, ab.id, 0.5, 1.0)
+    toy.reset()  # back to the first screen (the augmentation above may have opened the panel)
+    rec = agent.step(Screen(toy))
+    assert [e.skill_id for e in rec.executions if e.path == "hq"][:1] == [ab.id]
+
+
 def test_hq_attempt_that_changes_nothing_falls_back_to_stage_2(
     cfg, memory, encoder, segmenter, toy
 ) -> None:
