@@ -56,6 +56,14 @@ def _two_states(cfg, memory, encoder, segmenter, toy):
     return brain, agent, ids, here, there
 
 
+def _ghost(memory):
+    """A known object that is not on the toy's screen (random noise never grounds there)."""
+    from kgagent.perception.segmenters import phash
+
+    crop = np.random.default_rng(5).integers(0, 255, (30, 40, 3), dtype=np.uint8)
+    return memory.upsert_object(crop, (100, 40, 40, 30), phash(crop))
+
+
 def _toggle_in_a_cluster(cfg, memory, encoder, segmenter, toy):
     """An agent whose brain picks a cluster holding one proven skill (click A)."""
     brain = StubBrain()
@@ -96,11 +104,7 @@ def test_hq_skill_with_every_object_missing_is_skipped_then_cluster_then_augment
 ) -> None:
     brain, agent, ids, here, there = _two_states(cfg, memory, encoder, segmenter, toy)
     # A skill whose object is not on screen: it cannot be grounded.
-    rng = np.random.default_rng(5)
-    crop = rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)
-    from kgagent.perception.segmenters import phash
-
-    ghost = memory.upsert_object(crop, (100, 40, 40, 30), phash(crop))
+    ghost = _ghost(memory)
     k = memory.add_skill("ghost", "", [Operation("click", object_id=ghost.id)])
     memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
     c = memory.add_cluster("c", "")
@@ -123,11 +127,7 @@ def test_a_skill_whose_first_object_is_missing_is_tried_in_neither_stage(
 ) -> None:
     """Half its objects are on screen, but the first operation's is not: it cannot start."""
     brain, agent, ids, here, there = _two_states(cfg, memory, encoder, segmenter, toy)
-    rng = np.random.default_rng(5)
-    crop = rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)
-    from kgagent.perception.segmenters import phash
-
-    ghost = memory.upsert_object(crop, (100, 40, 40, 30), phash(crop))
+    ghost = _ghost(memory)
     ops = [Operation("click", object_id=ghost.id), Operation("click", object_id=ids["A"])]
     k = memory.add_skill("ghost then A", "", ops)
     k.fitness, k.executions = 5.0, 3  # a proven skill: Eq. 6 would favour it
