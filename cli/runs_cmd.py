@@ -23,11 +23,13 @@ def runs_group() -> None:
 
 
 def _summary_of(path: Path) -> dict:
-    from kgagent.agent.runner import read_log, summarise
+    from kgagent.agent.runner import executions_by_path, read_log, summarise
 
     header, steps, summary = read_log(path)
     if summary is not None:
-        return {k: v for k, v in summary.items() if k != "type"}
+        d = {k: v for k, v in summary.items() if k != "type"}
+        d.setdefault("executions_by_path", executions_by_path(steps))  # logs before session 6
+        return d
     h = header or {}
     truth = steps[-1].get("truth", {}) if steps else {}
     rebuilt = summarise(

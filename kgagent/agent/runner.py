@@ -63,7 +63,10 @@ class RunSummary:
     similarity_edges: int
     objects: int = 0
     clusters: int = 0
-    paths: dict[str, int] = field(default_factory=dict)
+    paths: dict[str, int] = field(default_factory=dict)  # steps by the path of their last execution
+    # per path: [executions, valid transitions, executions that sent no input (first
+    # operation not on screen)]: where ERR is lost
+    executions_by_path: dict[str, list[int]] = field(default_factory=dict)
     stopped: str = "steps"  # steps | terminated | interrupted | budget
     duration_s: float = 0.0
     log_path: str | None = None
@@ -83,6 +86,7 @@ class RunSummary:
             ("ERR", f"{self.err:.3f} ({self.valid_executions}/{self.executions} executions)"),
             ("actions", str(self.actions)),
             ("paths", ", ".join(f"{k} {v}" for k, v in sorted(self.paths.items())) or "-"),
+            ("executions", _by_path(self.executions_by_path)),
             ("tokens", str(self.tokens)),
             ("cost", f"${self.cost_usd:.4f} (${self.cost_per_100_steps:.4f} / 100 steps)"),
             ("library size", str(self.library_size)),
@@ -99,6 +103,27 @@ class RunSummary:
             rows.append(("step log", self.log_path))
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _by_path(by_path: dict[str, list[int]]) -> str:
+    """``hq 277 (87% valid, 13 sent nothing), ...`` for the summary table."""
+    parts = []
+    for path, (n, valid, nothing) in sorted(by_path.items()):
+        text = f"{path} {n} ({valid / n:.0%} valid" if n else f"{path} 0 ("
+        parts.append(text + (f", {nothing} sent nothing)" if nothing else ")"))
+    return ", ".join(parts) or "-"
+
+
+def executions_by_path(records: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per path: [executions, valid transitions, executions that sent no input]."""
+    by_path: dict[str, list[int]] = {}
+    for r in records:
+        for e in r.get("executions", []):
+            row = by_path.setdefault(str(e.get("path", "?")), [0, 0, 0])
+            row[0] += 1
+            row[1] += bool(e.get("valid_transition"))
+            row[2] += e.get("actions", 0) == 0
+    return by_path
 
 
 def summarise(
@@ -142,6 +167,7 @@ def summarise(
         objects=int(stats.get("objects", 0)),
         clusters=int(stats.get("clusters", 0)),
         paths=dict(Counter(r.get("path", "idle") for r in records)),
+        executions_by_path=executions_by_path(records),
         stopped=stopped,
         duration_s=duration_s,
     )

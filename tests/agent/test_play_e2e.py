@@ -30,6 +30,15 @@ def test_short_play_grows_memory_and_log_matches_summary(cfg, tmp_path, env) -> 
     assert s.executions == len(execs)
     assert s.err == pytest.approx(sum(e["valid_transition"] for e in execs) / len(execs))
     assert s.actions == sum(r["actions"] for r in steps)
+    # where executions went and where ERR was lost, path by path
+    by_path = s.executions_by_path
+    assert sum(n for n, _, _ in by_path.values()) == s.executions
+    assert sum(v for _, v, _ in by_path.values()) == s.valid_executions
+    for path, (n, valid, nothing) in by_path.items():
+        mine = [e for e in execs if e["path"] == path]
+        assert n == len(mine) and valid == sum(e["valid_transition"] for e in mine)
+        assert nothing == sum(e["actions"] == 0 for e in mine)
+    assert summary["executions_by_path"] == by_path
     assert s.progression == steps[-1]["truth"]["progression"]
     assert summary["nodes"] == s.nodes and summary["skill_edges"] == s.skill_edges
     for r in steps:  # every step's reward terms add up (Eq. 9)
@@ -66,3 +75,13 @@ def test_cli_play_and_runs(tmp_path) -> None:
     log = next((mem / "runs").glob("*.jsonl"))
     r = CliRunner().invoke(runs_group, ["show", str(log)])
     assert r.exit_code == 0 and "ERR" in r.output
+    assert "executions" in r.output and "% valid" in r.output
+    # A log written before the per-path breakdown existed: it is rebuilt from the steps.
+    lines = log.read_text().splitlines()
+    summary = json.loads(lines[-1])
+    by_path = summary.pop("executions_by_path")
+    old = tmp_path / "old.jsonl"
+    old.write_text("\n".join([*lines[:-1], json.dumps(summary)]) + "\n")
+    r = CliRunner().invoke(runs_group, ["show", str(old), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)[0]["executions_by_path"] == by_path
