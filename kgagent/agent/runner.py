@@ -109,8 +109,10 @@ def _by_path(by_path: dict[str, list[int]]) -> str:
     """``hq 277 (87% valid, 13 sent nothing), ...`` for the summary table."""
     parts = []
     for path, (n, valid, nothing) in sorted(by_path.items()):
-        text = f"{path} {n} ({valid / n:.0%} valid" if n else f"{path} 0 ("
-        parts.append(text + (f", {nothing} sent nothing)" if nothing else ")"))
+        notes = [f"{valid / n:.0%} valid"] if n else []
+        if nothing:
+            notes.append(f"{nothing} sent nothing")
+        parts.append(f"{path} {n} ({', '.join(notes)})" if notes else f"{path} {n}")
     return ", ".join(parts) or "-"
 
 
