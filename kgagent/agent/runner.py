@@ -64,8 +64,8 @@ class RunSummary:
     objects: int = 0
     clusters: int = 0
     paths: dict[str, int] = field(default_factory=dict)  # steps by the path of their last execution
-    # per path: [executions, valid transitions, executions that sent no input (first
-    # operation not on screen)]: where ERR is lost
+    # per path: [executions, valid transitions, executions that sent no input (an invoked
+    # skill whose first operation did not ground; augmentation with nothing to try)]
     executions_by_path: dict[str, list[int]] = field(default_factory=dict)
     stopped: str = "steps"  # steps | terminated | interrupted | budget
     duration_s: float = 0.0
