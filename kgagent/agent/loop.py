@@ -430,6 +430,9 @@ class Agent:
         stage 2 runs in the state the screen is in now. So a chain of mediocre
         skills never runs unchecked: every step that did not find a good
         skill in the graph reaches VLM-guided invocation and its explore arm.
+        An attempt that stays in v_i may still have changed the screen (an
+        object gone, a menu open): each later draw is checked against the
+        screen as it is after the attempt, not as it was when the step began.
         """
         state_id = hit.id
         if self.use_graph:
@@ -458,11 +461,16 @@ class Agent:
                 rec.executions.append(ex)
                 if ex.r_total > self.cfg.invocation.r_good or screen.done:
                     return  # early stop (Alg. 1 line 12)
-                if ex.to_state != state_id:
+                moved = ex.to_state != state_id
+                if moved:
                     landing, feat = self._merge(screen.observe())
                     state_id = landing.id
-                    objects = self._objects_for(state_id, screen.observe(), False)
-                    self._cur_state_objects = {o.id for o in objects}
+                # The next draws, stage 2 and augmentation act on the screen as it is now:
+                # an attempt that stays in v_i can still have removed (or shown) objects.
+                objects = self._objects_for(state_id, screen.observe(), False)
+                self._cur_state_objects = {o.id for o in objects}
+                present = self._present_fn(screen.observe())
+                if moved:
                     break
         if screen.done:
             return

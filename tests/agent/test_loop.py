@@ -163,6 +163,51 @@ def test_hq_attempt_that_changes_nothing_falls_back_to_stage_2(
     assert ids
 
 
+def test_stage_1_checks_each_draw_against_the_screen_as_it_is_now(tmp_path, cfg, encoder) -> None:
+    """An attempt that removes an object but stays in the state: later draws see it gone.
+
+    "delete" removes the chip (a few pixels: same state). A skill that starts on
+    the chip, drawn after it, must be skipped, not run on the screen that is gone.
+    Eq. 4 draws the order at random; each seed plays one step on a fresh memory.
+    """
+    from kgagent.memory import EncoderSpec, Memory
+
+    from .toy import CHIP, ChipEnv, ChipSegmenter
+
+    cfg.invocation.r_good = 1e9  # no early stop: every draw of the urn is tried
+    seg = ChipSegmenter()
+    firsts = set()
+    for seed in range(8):
+        env = ChipEnv()
+        img = env.reset()[0]
+        with Memory.open(tmp_path / f"m{seed}", cfg, encoder=EncoderSpec.of(encoder)) as memory:
+            chip = next(
+                memory.upsert_object(s.crop, s.bbox, s.phash)
+                for s in seg.segment(img)
+                if s.bbox == CHIP
+            )
+            here = memory.merge_or_create_state(encoder.encode([img])[0])
+            env.chip = False
+            # The premise: the chip's removal leaves the screen in its state.
+            assert memory.merge_or_create_state(encoder.encode([env.observe()])[0]).id == here.id
+            env.chip = True
+            there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
+            delete = memory.add_skill("delete", "", [Operation("key", key="delete")])
+            on_chip = memory.add_skill("chip", "", [Operation("click", object_id=chip.id)])
+            for k in (delete, on_chip):
+                memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
+            rec = _agent(cfg, memory, encoder, seg, StubBrain(), seed).step(Screen(env))
+        hq = [e.skill_id for e in rec.executions if e.path == "hq"]
+        firsts.add({delete.id: "delete", on_chip.id: "chip"}[hq[0]])
+        assert not env.chip and delete.id in hq
+        if hq[0] == delete.id:
+            assert on_chip.id not in hq  # the chip is gone: its skill cannot start
+        else:
+            assert hq == [on_chip.id, delete.id]  # each ran on a screen that had its object
+        assert all(e.actions > 0 for e in rec.executions if e.path == "hq")
+    assert firsts == {"delete", "chip"}  # both orders were seen
+
+
 def test_cluster_invocation_picks_a_skill_when_no_hq(cfg, memory, encoder, segmenter, toy) -> None:
     cfg.invocation.tau_start = cfg.invocation.tau_min = 0.1  # sharp softmax
     brain, agent, k = _toggle_in_a_cluster(cfg, memory, encoder, segmenter, toy)

@@ -114,3 +114,43 @@ class ToySegmenter:
             crop = image[y : y + h, x : x + w].copy()
             out.append(Segment(box, crop, phash(crop)))
         return out
+
+
+CHIP = (60, 60, 6, 6)
+TEX["chip"] = _texture(4, CHIP[2], CHIP[3])
+
+
+class ChipEnv(ToyEnv):
+    """The toy with a small chip that the key "delete" removes.
+
+    Removing it changes a few pixels: the screen stays in its state (the
+    feature barely moves), but the chip is gone from it.
+    """
+
+    def reset(self, seed: int | None = None):
+        self.chip = True
+        return super().reset(seed)
+
+    def step(self, action: Action):
+        if action.kind == "key" and action.key == "delete":
+            self.chip = False
+        return super().step(action)
+
+    def observe(self) -> np.ndarray:
+        img = super().observe()
+        if getattr(self, "chip", True):
+            x, y, w, h = CHIP
+            img[y : y + h, x : x + w] = TEX["chip"]
+        return img
+
+
+class ChipSegmenter(ToySegmenter):
+    """The toy's widgets, and the chip while it is on screen."""
+
+    def segment(self, image: np.ndarray) -> list[Segment]:
+        out = super().segment(image)
+        x, y, w, h = CHIP
+        crop = image[y : y + h, x : x + w]
+        if np.array_equal(crop, TEX["chip"]):
+            out.append(Segment(CHIP, crop.copy(), phash(crop)))
+        return out
