@@ -16,7 +16,8 @@ visits explore new actions instead of repeating dead ones. Actions on objects
 where the program just reacted (a prefix's effect, or at k = 1 the effect of the
 last action that changed the screen), away from where the agent acted, come
 first: that is where a program expects the next input. Found there right after a
-validated skill made that reaction, the operation extends that skill. An operation whose
+validated skill made that reaction, the operation extends that skill, if the
+reaction marked the element the skill acted on (a selection, not a command). An operation whose
 Δ is below ``cfg.augment.min_change`` changed nothing and is never kept; the
 search stops at the first operation with a recognisable effect. The loop then
 asks the brain to name the sequence or declare it meaningless.
@@ -138,6 +139,26 @@ def reaction_focus(
     return regions if covered <= cfg.augment.focus_max_area * w * h else []
 
 
+def marks_selection(
+    before: np.ndarray,
+    after: np.ndarray,
+    acted: Sequence[tuple[int, int]],
+    cfg: Config,
+) -> bool:
+    """Whether the program reacted where the agent acted: the element itself changed.
+
+    A selection marks what was selected (a card raised, a menu button lit, a caret in
+    a field) and waits for the input that completes it; a command (a button that
+    ends a turn, an "apply") leaves its element as it was and shows its effect
+    elsewhere. Only a selection's follow-up belongs to the same skill.
+    """
+    return any(
+        _inside(p, r)
+        for r in changed_regions(before, after, cfg.perception.change_threshold)
+        for p in acted
+    )
+
+
 def split_focus(
     ops: Sequence[Operation],
     objects: Sequence[UIObject],
@@ -245,6 +266,7 @@ def augment(
     )
     prefix: Skill | None = None
     near_keys: set[str] = set()
+    selection = False  # the previous skill left a selection open (its element reacted)
     if cfg.augment.k_max > 1 and rng.random() >= untried_share:
         prefix = choose_prefix(library, tree, present, cfg, rng)
 
@@ -262,6 +284,9 @@ def augment(
         reaction = screen.last_reaction
         if reaction is not None and reaction[0].shape == start.shape:
             focus = reaction_focus(reaction[0], start, reaction[1].points(), cfg)
+            selection = bool(focus) and marks_selection(
+                reaction[0], start, reaction[1].points(), cfg
+            )
         near, rest = split_focus(base, objects, focus)
         near_keys = {op_key(op) for op in near}
         candidates = order_untried(near, tried_here) + order_untried(rest, tried_here)
@@ -318,6 +343,7 @@ def augment(
             if (
                 prefix is None
                 and previous is not None
+                and selection
                 and len(previous.operations) < cfg.augment.k_max
                 and op_key(op) in near_keys
             ):

@@ -169,6 +169,26 @@ def test_reaction_focus_drops_where_the_agent_acted_and_whole_screens(cfg) -> No
     assert reaction_focus(before, after, [b_centre], cfg) == []
 
 
+def test_a_selection_marks_its_element_and_a_command_does_not(cfg) -> None:
+    from kgagent.agent.augment import marks_selection
+
+    from .toy import ArmEnv
+
+    b_centre = (B[0] + B[2] // 2, B[1] + B[3] // 2)
+    a_centre = (A[0] + A[2] // 2, A[1] + A[3] // 2)
+    env = FramedEnv()
+    before = env.reset()[0]
+    env.selected = True  # a ring around B, a frame around T
+    assert marks_selection(before, env.observe(), [b_centre], cfg)
+    assert not marks_selection(before, env.observe(), [a_centre], cfg)  # A did not change
+    assert not marks_selection(before, env.observe(), [], cfg)  # a key press: no point
+    arm = ArmEnv()
+    before = arm.reset()[0]
+    arm.armed = True  # T framed, A (the command) unchanged
+    assert not marks_selection(before, arm.observe(), [a_centre], cfg)
+    assert not marks_selection(before, before, [b_centre], cfg)  # nothing changed
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_after_a_prefix_the_place_that_reacted_is_tried_first(memory, cfg, seed) -> None:
     cfg.augment.rare_action_prob = 0.0

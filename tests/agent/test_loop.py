@@ -434,6 +434,36 @@ def test_a_follow_up_where_the_last_skill_made_the_program_react_extends_that_sk
     assert len(memory.get_skill(first.skill_id).operations) == 2
 
 
+def test_a_follow_up_of_a_command_is_a_skill_of_its_own(cfg, memory, encoder, segmenter) -> None:
+    """A frames T but does not change itself (a command, not a selection): T is kept alone.
+
+    The same screens as the follow-up test above, except for where the program
+    reacted: away from the element the skill acted on. Re-running "A, then T"
+    would repeat the command each time (as "End turn, then a card" would).
+    """
+    from .toy import ArmEnv
+
+    cfg.augment.rare_action_prob = 0.0
+    cfg.augment.candidates_per_length = 1  # only the first candidate is tried
+    env = ArmEnv()
+    env.reset()
+    agent = _agent(cfg, memory, encoder, segmenter, StubBrain())
+    ids = _objects(agent, memory, env)
+    here = memory.merge_or_create_state(encoder.encode([env.observe()])[0])
+    there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
+    arm = memory.add_skill("arm", "", [Operation("click", object_id=ids["A"])])
+    memory.upsert_skill_edge(here.id, there.id, arm.id, 0.5, 1.0)
+    screen = Screen(env)
+    recs = [agent.step(screen) for _ in range(3)]
+    ex = [e for r in recs for e in r.executions]
+    assert ex[0].path == "hq" and ex[0].skill_id == arm.id  # T framed by the command
+    kept = [e for e in ex if e.note.startswith("new skill")]
+    assert kept and env.fired >= 1
+    first = kept[0]
+    assert "k=1" in first.note  # looked at first (it is where the program reacted) ...
+    assert [op["object_id"] for op in first.operations] == [ids["T"]]  # ... but not glued to A
+
+
 def test_without_a_previous_skill_the_framed_target_alone_is_kept(
     cfg, memory, encoder, segmenter
 ) -> None:

@@ -1,7 +1,7 @@
 """A tiny, fully known program for the agent tests (not a game: three widgets).
 
 * button A (textured, left): toggles a large panel — a new screen;
-* button B (textured, middle): first click selects it (a small highlight),
+* button B (textured, middle): first click selects it (a thin ring around it),
   a click on target T after that "fires" (the panel colour changes) — a
   two-step skill;
 * target T (right): does nothing on its own;
@@ -80,9 +80,11 @@ class ToyEnv(Env):
         for key, box in (("A", A), ("B", B), ("T", T)):
             x, y, w, h = box
             img[y : y + h, x : x + w] = TEX[key]
-        if self.selected:
+        if self.selected:  # a ring around B: the selection is marked on the element
             x, y, w, h = B
-            img[y - 4 : y - 1, x : x + w] = (255, 255, 255)
+            ring = img[y - 4 : y + h + 4, x - 4 : x + w + 4]
+            for edge in (ring[:2], ring[-2:], ring[:, :2], ring[:, -2:]):
+                edge[...] = (255, 255, 255)
         return img
 
     def ground_truth(self) -> GroundTruth:
@@ -154,3 +156,36 @@ class ChipSegmenter(ToySegmenter):
         if np.array_equal(crop, TEX["chip"]):
             out.append(Segment(CHIP, crop.copy(), phash(crop)))
         return out
+
+
+class ArmEnv(ToyEnv):
+    """The toy, but A is a command whose effect shows elsewhere: it frames T, and T then fires.
+
+    A itself does not change (no panel): the program reacted away from where the
+    agent acted, as a button that ends a turn redraws the board and not itself.
+    """
+
+    def reset(self, seed: int | None = None):
+        self.armed = False
+        return super().reset(seed)
+
+    def step(self, action: Action):
+        if action.kind == "click" and _inside(action.x, action.y, A):
+            self.armed = True
+            self.steps += 1
+            return self.observe(), 0.0, False, False, {}
+        if action.kind == "click" and _inside(action.x, action.y, T) and self.armed:
+            self.armed = False
+            self.fired += 1
+            self.steps += 1
+            return self.observe(), 0.0, False, False, {}
+        return super().step(action)
+
+    def observe(self) -> np.ndarray:
+        img = super().observe()
+        if getattr(self, "armed", False):
+            x, y, w, h = T
+            frame = img[y - 6 : y + h + 6, x - 6 : x + w + 6]
+            for edge in (frame[:3], frame[-3:], frame[:, :3], frame[:, -3:]):
+                edge[...] = (255, 255, 0)
+        return img
