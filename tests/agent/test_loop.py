@@ -404,30 +404,38 @@ def test_stale_hq_candidate_is_not_sampled(cfg, memory, encoder, segmenter, toy)
     assert rec.path == "augment"  # no candidates, no cluster: augmentation
 
 
-def test_a_follow_up_where_the_last_skill_made_the_program_react_extends_that_skill(
-    cfg, memory, encoder, segmenter
-) -> None:
-    """Select B (a proven skill), then T, framed by the selection, is tried and kept as B + T."""
-    from .toy import FramedEnv
+def _first_skill_after(cfg, memory, encoder, segmenter, env, widget):
+    """A proven skill clicks ``widget`` in stage 1; three steps on; the first new skill kept.
 
+    Returns the toy's object ids, the start state and that skill's execution record.
+    Only one augmentation candidate is tried a step, so it is the one looked at first.
+    """
     cfg.augment.rare_action_prob = 0.0
     cfg.augment.candidates_per_length = 1  # only the first candidate is tried
-    env = FramedEnv()
     env.reset()
     brain = StubBrain()  # no cluster fits: stage 2 always falls through to augmentation
     agent = _agent(cfg, memory, encoder, segmenter, brain)
     ids = _objects(agent, memory, env)
     here = memory.merge_or_create_state(encoder.encode([env.observe()])[0])
     there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
-    select = memory.add_skill("select B", "", [Operation("click", object_id=ids["B"])])
-    memory.upsert_skill_edge(here.id, there.id, select.id, 0.5, 1.0)
+    first = memory.add_skill(widget, "", [Operation("click", object_id=ids[widget])])
+    memory.upsert_skill_edge(here.id, there.id, first.id, 0.5, 1.0)
     screen = Screen(env)
     recs = [agent.step(screen) for _ in range(3)]
     ex = [e for r in recs for e in r.executions]
-    assert ex[0].path == "hq" and ex[0].skill_id == select.id  # B selected by the skill
+    assert ex[0].path == "hq" and ex[0].skill_id == first.id  # the proven skill ran first
     kept = [e for e in ex if e.note.startswith("new skill")]
     assert kept and env.fired >= 1  # (the new skill may run again in a later step)
-    first = kept[0]
+    return ids, here, kept[0]
+
+
+def test_a_follow_up_where_the_last_skill_made_the_program_react_extends_that_skill(
+    cfg, memory, encoder, segmenter
+) -> None:
+    """Select B (a proven skill), then T, framed by the selection, is tried and kept as B + T."""
+    from .toy import FramedEnv
+
+    ids, here, first = _first_skill_after(cfg, memory, encoder, segmenter, FramedEnv(), "B")
     assert "k=2" in first.note
     assert [op["object_id"] for op in first.operations] == [ids["B"], ids["T"]]
     assert first.from_state == here.id  # the follow-up runs from where the selection started
@@ -443,23 +451,7 @@ def test_a_follow_up_of_a_command_is_a_skill_of_its_own(cfg, memory, encoder, se
     """
     from .toy import ArmEnv
 
-    cfg.augment.rare_action_prob = 0.0
-    cfg.augment.candidates_per_length = 1  # only the first candidate is tried
-    env = ArmEnv()
-    env.reset()
-    agent = _agent(cfg, memory, encoder, segmenter, StubBrain())
-    ids = _objects(agent, memory, env)
-    here = memory.merge_or_create_state(encoder.encode([env.observe()])[0])
-    there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
-    arm = memory.add_skill("arm", "", [Operation("click", object_id=ids["A"])])
-    memory.upsert_skill_edge(here.id, there.id, arm.id, 0.5, 1.0)
-    screen = Screen(env)
-    recs = [agent.step(screen) for _ in range(3)]
-    ex = [e for r in recs for e in r.executions]
-    assert ex[0].path == "hq" and ex[0].skill_id == arm.id  # T framed by the command
-    kept = [e for e in ex if e.note.startswith("new skill")]
-    assert kept and env.fired >= 1
-    first = kept[0]
+    ids, _here, first = _first_skill_after(cfg, memory, encoder, segmenter, ArmEnv(), "A")
     assert "k=1" in first.note  # looked at first (it is where the program reacted) ...
     assert [op["object_id"] for op in first.operations] == [ids["T"]]  # ... but not glued to A
 
