@@ -119,44 +119,45 @@ def reaction_focus(
     acted: Sequence[tuple[int, int]],
     cfg: Config,
 ) -> list[tuple[int, int, int, int]]:
-    """Where the program reacted to a prefix, away from where the agent acted.
-
-    The changed places between ``before`` and ``after`` (see
-    :func:`~kgagent.perception.change.changed_regions`), minus those containing
-    a point the prefix acted on (pressing the same thing again is no follow-up).
-    Empty when what is left covers more than ``cfg.augment.focus_max_area`` of
-    the screen: a whole new screen has no particular place to look.
-    """
-    if cfg.augment.focus_max_area <= 0:
-        return []
-    regions = [
-        r
-        for r in changed_regions(before, after, cfg.perception.change_threshold)
-        if not any(_inside(p, r) for p in acted)
-    ]
-    h, w = before.shape[:2]
-    covered = sum(rw * rh for _x, _y, rw, rh in regions)
-    return regions if covered <= cfg.augment.focus_max_area * w * h else []
+    """Where the program reacted to a prefix, away from where the agent acted (see :func:`read_reaction`)."""
+    return read_reaction(before, after, acted, cfg)[0]
 
 
-def marks_selection(
+def read_reaction(
     before: np.ndarray,
     after: np.ndarray,
     acted: Sequence[tuple[int, int]],
     cfg: Config,
-) -> bool:
-    """Whether the program reacted where the agent acted: the element itself changed.
+) -> tuple[list[tuple[int, int, int, int]], bool]:
+    """The program's reaction to an action: where to look next, and whether it was a selection.
 
-    A selection marks what was selected (a card raised, a menu button lit, a caret in
-    a field) and waits for the input that completes it; a command (a button that
-    ends a turn, an "apply") leaves its element as it was and shows its effect
-    elsewhere. Only a selection's follow-up belongs to the same skill.
+    The changed places between ``before`` and ``after`` (see
+    :func:`~kgagent.perception.change.changed_regions`) split in two:
+
+    * the focus: those away from every point the agent acted on (pressing the same
+      thing again is no follow-up); empty when they cover more than
+      ``cfg.augment.focus_max_area`` of the screen: a whole new screen has no
+      particular place to look;
+    * whether any place contains such a point: the element acted on changed itself.
+      A selection marks what was selected (a card raised, a menu button lit, a caret
+      in a field) and waits for the input that completes it; a command (a button
+      that ends a turn, an "apply") leaves its element as it was and shows its
+      effect elsewhere. Only a selection's follow-up belongs to the same skill.
+
+    ``([], False)`` when the focus is switched off (``focus_max_area`` 0).
     """
-    return any(
-        _inside(p, r)
-        for r in changed_regions(before, after, cfg.perception.change_threshold)
-        for p in acted
-    )
+    if cfg.augment.focus_max_area <= 0:
+        return [], False
+    regions: list[tuple[int, int, int, int]] = []
+    marked = False
+    for r in changed_regions(before, after, cfg.perception.change_threshold):
+        if any(_inside(p, r) for p in acted):
+            marked = True
+        else:
+            regions.append(r)
+    h, w = before.shape[:2]
+    covered = sum(rw * rh for _x, _y, rw, rh in regions)
+    return (regions if covered <= cfg.augment.focus_max_area * w * h else []), marked
 
 
 def split_focus(
@@ -283,10 +284,7 @@ def augment(
         focus: list[tuple[int, int, int, int]] = []
         reaction = screen.last_reaction
         if reaction is not None and reaction[0].shape == start.shape:
-            focus = reaction_focus(reaction[0], start, reaction[1].points(), cfg)
-            selection = bool(focus) and marks_selection(
-                reaction[0], start, reaction[1].points(), cfg
-            )
+            focus, selection = read_reaction(reaction[0], start, reaction[1].points(), cfg)
         near, rest = split_focus(base, objects, focus)
         near_keys = {op_key(op) for op in near}
         candidates = order_untried(near, tried_here) + order_untried(rest, tried_here)

@@ -170,9 +170,12 @@ def test_reaction_focus_drops_where_the_agent_acted_and_whole_screens(cfg) -> No
 
 
 def test_a_selection_marks_its_element_and_a_command_does_not(cfg) -> None:
-    from kgagent.agent.augment import marks_selection
+    from kgagent.agent.augment import read_reaction
 
     from .toy import ArmEnv
+
+    def marks_selection(before, after, acted, cfg):
+        return read_reaction(before, after, acted, cfg)[1]
 
     b_centre = (B[0] + B[2] // 2, B[1] + B[3] // 2)
     a_centre = (A[0] + A[2] // 2, A[1] + A[3] // 2)
@@ -187,6 +190,11 @@ def test_a_selection_marks_its_element_and_a_command_does_not(cfg) -> None:
     arm.armed = True  # T framed, A (the command) unchanged
     assert not marks_selection(before, arm.observe(), [a_centre], cfg)
     assert not marks_selection(before, before, [b_centre], cfg)  # nothing changed
+    env.selected = False
+    before = env.observe()
+    env.selected = True
+    cfg.augment.focus_max_area = 0.0  # focus switched off: no follow-up either
+    assert read_reaction(before, env.observe(), [b_centre], cfg) == ([], False)
 
 
 @pytest.mark.parametrize("seed", range(4))
