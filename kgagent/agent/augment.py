@@ -17,8 +17,8 @@ where the program just reacted (a prefix's effect, or at k = 1 the effect of the
 last action that changed the screen), away from where the agent acted, come
 first: that is where a program expects the next input. Found there right after a
 validated skill made that reaction, the operation extends that skill, if the
-reaction marked the element the skill acted on (a selection, not a command). An operation whose
-Δ is below ``cfg.augment.min_change`` changed nothing and is never kept; the
+reaction marked the element the skill acted on (a selection, not a command). An
+operation whose Δ is below ``cfg.augment.min_change`` changed nothing and is never kept; the
 search stops at the first operation with a recognisable effect. The loop then
 asks the brain to name the sequence or declare it meaningless.
 
@@ -119,7 +119,7 @@ def reaction_focus(
     acted: Sequence[tuple[int, int]],
     cfg: Config,
 ) -> list[tuple[int, int, int, int]]:
-    """Where the program reacted to a prefix, away from where the agent acted (see :func:`read_reaction`)."""
+    """Where the program reacted, away from where the agent acted: :func:`read_reaction`'s focus."""
     return read_reaction(before, after, acted, cfg)[0]
 
 

@@ -36,6 +36,14 @@ def _texture(seed: int, w: int, h: int) -> np.ndarray:
 TEX = {"A": _texture(1, A[2], A[3]), "B": _texture(2, B[2], B[3]), "T": _texture(3, T[2], T[3])}
 
 
+def _frame(img: np.ndarray, box: tuple[int, int, int, int], pad: int, width: int, colour) -> None:
+    """Draw a frame ``width`` px wide, ``pad`` px outside ``box`` (a highlight around it)."""
+    x, y, w, h = box
+    f = img[y - pad : y + h + pad, x - pad : x + w + pad]
+    for edge in (f[:width], f[-width:], f[:, :width], f[:, -width:]):
+        edge[...] = colour
+
+
 def _inside(x: int, y: int, box: tuple[int, int, int, int]) -> bool:
     bx, by, bw, bh = box
     return bx <= x < bx + bw and by <= y < by + bh
@@ -81,10 +89,7 @@ class ToyEnv(Env):
             x, y, w, h = box
             img[y : y + h, x : x + w] = TEX[key]
         if self.selected:  # a ring around B: the selection is marked on the element
-            x, y, w, h = B
-            ring = img[y - 4 : y + h + 4, x - 4 : x + w + 4]
-            for edge in (ring[:2], ring[-2:], ring[:, :2], ring[:, -2:]):
-                edge[...] = (255, 255, 255)
+            _frame(img, B, 4, 2, (255, 255, 255))
         return img
 
     def ground_truth(self) -> GroundTruth:
@@ -97,10 +102,7 @@ class FramedEnv(ToyEnv):
     def observe(self):
         img = super().observe()
         if self.selected:
-            x, y, w, h = T
-            frame = img[y - 6 : y + h + 6, x - 6 : x + w + 6]
-            for edge in (frame[:3], frame[-3:], frame[:, :3], frame[:, -3:]):
-                edge[...] = (255, 255, 0)
+            _frame(img, T, 6, 3, (255, 255, 0))
         return img
 
 
@@ -184,8 +186,5 @@ class ArmEnv(ToyEnv):
     def observe(self) -> np.ndarray:
         img = super().observe()
         if getattr(self, "armed", False):
-            x, y, w, h = T
-            frame = img[y - 6 : y + h + 6, x - 6 : x + w + 6]
-            for edge in (frame[:3], frame[-3:], frame[:, :3], frame[:, -3:]):
-                edge[...] = (255, 255, 0)
+            _frame(img, T, 6, 3, (255, 255, 0))
         return img
