@@ -124,6 +124,10 @@ class AugmentConfig:
     # first, unless those places cover more than this share of the screen (docs/agent.md,
     # "Where the program reacted"); 0 switches it off
     focus_max_area: float = 0.5
+    # A selection that the program answered with a focus elsewhere (highlighted targets, a
+    # menu's items) and that no known skill completes is completed first: the next
+    # decision is a follow-up search (docs/agent.md, "Open selections")
+    complete_selections: bool = True
     rare_action_prob: float = (
         0.15  # A2: share of double/right clicks and drags among object actions
     )

@@ -245,6 +245,7 @@ def augment(
     rng: np.random.Generator,
     hint_of: HintLookup | None = None,
     previous: Skill | None = None,
+    follow_up: bool = False,
 ) -> AugmentResult:
     """Grow one skill bottom-up from the current screen (see the module docstring).
 
@@ -255,6 +256,8 @@ def augment(
     ``previous`` is the validated skill whose execution made the current screen,
     if the caller knows one: an operation found where that execution made the
     program react is its follow-up, kept as ``previous`` + the operation.
+    ``follow_up``: search for that follow-up (k = 1, where the program reacted
+    first), never a longer skill from a prefix of the library.
     """
     start = screen.observe()
     size = (start.shape[1], start.shape[0])
@@ -268,7 +271,7 @@ def augment(
     prefix: Skill | None = None
     near_keys: set[str] = set()
     selection = False  # the previous skill left a selection open (its element reacted)
-    if cfg.augment.k_max > 1 and rng.random() >= untried_share:
+    if not follow_up and cfg.augment.k_max > 1 and rng.random() >= untried_share:
         prefix = choose_prefix(library, tree, present, cfg, rng)
 
     all_ops: list[OpResult] = []

@@ -48,7 +48,9 @@ from .augment import (
     augment,
     combine,
     object_actions,
+    op_key,
     ops_key,
+    read_reaction,
     residual_actions,
 )
 from .executor import Execution, execute, object_present
@@ -189,6 +191,8 @@ class Agent:
         # The last screen-changing execution, if a validated skill made it: (skill,
         # execution, from state, its feature). Its follow-ups extend it (augment).
         self._prev: tuple[Skill, Execution, str, np.ndarray] | None = None
+        # (skill, state) pairs whose open selection was searched for a completion (once each).
+        self._completion_sought: set[tuple[str, str]] = set()
         self._effects: dict[str, deque[np.ndarray]] = {}
         # States each skill was executed from in this run (the graph keeps only
         # successful ones as skill edges; no_graph keeps none).
@@ -435,6 +439,9 @@ class Agent:
         screen as it is after the attempt, not as it was when the step began.
         """
         state_id = hit.id
+        if self._open_selection(screen, state_id):
+            self._complete_selection(screen, state_id, feat, objects, rec)
+            return
         if self.use_graph:
             candidates = self.mem.hq_candidates(state_id)  # Eq. 2–3
             # Anti-cycling: skills that just failed to progress from here are not candidates.
@@ -470,6 +477,10 @@ class Agent:
                 objects = self._objects_for(state_id, screen.observe(), False)
                 self._cur_state_objects = {o.id for o in objects}
                 present = self._present_fn(screen.observe())
+                if self._open_selection(screen, state_id):
+                    # Complete it before another draw (or stage 2) undoes it.
+                    self._complete_selection(screen, state_id, feat, objects, rec)
+                    return
                 if moved:
                     break
         if screen.done:
@@ -481,6 +492,70 @@ class Agent:
             rec.executions.append(self._run_skill(screen, skill, "cluster", state_id, feat, rec))
             return
         rec.executions.append(self._augment(screen, state_id, feat, objects, rec))
+
+    def _open_selection(self, screen: Screen, state_id: str) -> bool:
+        """Whether the screen is a selection that waits for an input no known skill gives.
+
+        The last screen-changing execution was a validated skill (``_prev``), the
+        screen is still what it made, and its last action made the program react
+        both at the element acted on (a selection: a card raised, a menu title lit)
+        and elsewhere (where it expects the completing input: highlighted targets, a
+        menu's items; see :func:`~kgagent.agent.augment.read_reaction`). If no
+        active skill extends that skill by one operation whose objects are on this
+        screen, the completion is unknown, and anything else the agent does first
+        (another skill, a command) may undo the selection: the next decision is a
+        follow-up search. Once per skill and state (the state the selection made),
+        so a reaction that only looked like a selection (an element that vanished
+        when used) costs one search, not one per execution. Only after a
+        single-action skill: completing an interaction changes its element too (a
+        target's frame goes when the card is played), and a longer skill is far
+        more often a completed interaction than an opened one.
+        """
+        prev = self._prev
+        if not self.cfg.augment.complete_selections or prev is None:
+            return False
+        skill, ex = prev[0], prev[1]
+        n = len(skill.operations)
+        if n != 1 or n >= self.cfg.augment.k_max or (skill.id, state_id) in self._completion_sought:
+            return False
+        image = screen.observe()
+        reaction = screen.last_reaction
+        if (
+            reaction is None
+            or reaction[0].shape != image.shape
+            or not np.array_equal(ex.after, image)
+        ):
+            return False
+        focus, marked = read_reaction(reaction[0], image, reaction[1].points(), self.cfg)
+        if not (focus and marked):
+            return False
+        current = self.mem.get_skill(skill.id)
+        if current is None or current.status != "active":
+            return False
+        present = self._present_fn(image)
+        head = [op_key(op) for op in skill.operations]
+        for s in self.mem.skills("active"):
+            if (
+                len(s.operations) == n + 1
+                and [op_key(op) for op in s.operations[:n]] == head
+                and all(present(o) for o in s.operations[n].object_ids())
+            ):
+                return False  # a known completion can act here
+        self._completion_sought.add((skill.id, state_id))
+        return True
+
+    def _complete_selection(
+        self,
+        screen: Screen,
+        state_id: str,
+        feat: np.ndarray,
+        objects: list[UIObject],
+        rec: StepRecord,
+    ) -> None:
+        """The follow-up search for an open selection, marked as such in the step log."""
+        ex = self._augment(screen, state_id, feat, objects, rec, follow_up=True)
+        ex.note = "open selection; " + ex.note
+        rec.executions.append(ex)
 
     # ------------------------------------------------------------------ stage 2
     def _cluster_invocation(
@@ -704,8 +779,13 @@ class Agent:
         feat: np.ndarray,
         objects: list[UIObject],
         rec: StepRecord,
+        follow_up: bool = False,
     ) -> ExecutionRecord:
-        """Skill augmentation (Alg. 1 lines 18–24): grow, name, store, evaluate."""
+        """Skill augmentation (Alg. 1 lines 18–24): grow, name, store, evaluate.
+
+        ``follow_up``: an open selection's completion is searched (k = 1, where
+        the program reacted first; see :meth:`_open_selection`).
+        """
         library = self.mem.skills("active")
         tree = self._tree(state_id)
         image = screen.observe()
@@ -727,6 +807,7 @@ class Agent:
             rng=self.rng,
             hint_of=self._hint,
             previous=prev[0] if prev is not None else None,
+            follow_up=follow_up and prev is not None,
         )
         if res.found and res.prefix_ran_before and prev is not None:
             # A follow-up of the previous skill: the new skill is both, run from where

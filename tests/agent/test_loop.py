@@ -424,7 +424,7 @@ def _first_skill_after(cfg, memory, encoder, segmenter, env, widget):
     recs = [agent.step(screen) for _ in range(3)]
     ex = [e for r in recs for e in r.executions]
     assert ex[0].path == "hq" and ex[0].skill_id == first.id  # the proven skill ran first
-    kept = [e for e in ex if e.note.startswith("new skill")]
+    kept = [e for e in ex if "new skill" in e.note]
     assert kept and env.fired >= 1  # (the new skill may run again in a later step)
     return ids, here, kept[0]
 
@@ -454,6 +454,66 @@ def test_a_follow_up_of_a_command_is_a_skill_of_its_own(cfg, memory, encoder, se
     ids, _here, first = _first_skill_after(cfg, memory, encoder, segmenter, ArmEnv(), "A")
     assert "k=1" in first.note  # looked at first (it is where the program reacted) ...
     assert [op["object_id"] for op in first.operations] == [ids["T"]]  # ... but not glued to A
+
+
+def _select_then_draw(tmp_path, cfg, encoder, segmenter, seed):
+    """One step of FramedEnv with two proven skills from its state: select B, toggle A.
+
+    Returns the step's executions and the skills' ids (B, A, T's object). No early
+    stop, so stage 1 goes on drawing after an attempt unless something ends it.
+    """
+    from kgagent.memory import EncoderSpec, Memory
+
+    from .toy import FramedEnv
+
+    cfg.invocation.r_good = 1e9
+    cfg.augment.rare_action_prob = 0.0
+    cfg.memory.theta_merge, cfg.memory.theta_simi = 0.8, 0.5  # B's selection stays in v_i
+    env = FramedEnv()
+    env.reset()
+    with Memory.open(tmp_path / f"m{seed}", cfg, encoder=EncoderSpec.of(encoder)) as memory:
+        agent = _agent(cfg, memory, encoder, segmenter, StubBrain(), seed)
+        ids = _objects(agent, memory, env)
+        here = memory.merge_or_create_state(encoder.encode([env.observe()])[0])
+        there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
+        select = memory.add_skill("B", "", [Operation("click", object_id=ids["B"])])
+        toggle = memory.add_skill("A", "", [Operation("click", object_id=ids["A"])])
+        for k in (select, toggle):
+            memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
+        rec = agent.step(Screen(env))
+    return rec.executions, select.id, toggle.id, ids["T"], env
+
+
+def test_an_open_selection_is_completed_before_anything_else(
+    tmp_path, cfg, encoder, segmenter
+) -> None:
+    """After B is selected (T framed, nothing known completes it), T is searched next.
+
+    Without the rule, stage 1 goes on with its next draw (A) and the reaction
+    that pointed at T is gone; with it, the very next execution is the follow-up
+    search, which keeps "B, then T".
+    """
+    seen_after_b: dict[bool, set[str]] = {True: set(), False: set()}
+    for rule in (True, False):
+        cfg.augment.complete_selections = rule
+        for seed in range(6):
+            ex, select, toggle, t_obj, env = _select_then_draw(
+                tmp_path / str(rule), cfg, encoder, segmenter, seed
+            )
+            hq = [e.skill_id for e in ex if e.path == "hq"]
+            if select not in hq:
+                continue
+            i = next(i for i, e in enumerate(ex) if e.path == "hq" and e.skill_id == select)
+            assert ex[i].to_state == ex[i].from_state  # the premise: B stays in v_i
+            nxt = ex[i + 1]
+            seen_after_b[rule].add(nxt.path if nxt.skill_id != toggle else "A")
+            if rule:
+                assert nxt.path == "augment" and nxt.note.startswith("open selection; ")
+                assert "k=2" in nxt.note
+                assert [op["object_id"] for op in nxt.operations][-1] == t_obj
+                assert env.fired == 1
+    assert seen_after_b[True] == {"augment"}
+    assert "A" in seen_after_b[False]  # the control: without the rule, A ran next
 
 
 def test_without_a_previous_skill_the_framed_target_alone_is_kept(
