@@ -126,8 +126,9 @@ class AugmentConfig:
     focus_max_area: float = 0.5
     # A selection that the program answered with a focus elsewhere (highlighted targets, a
     # menu's items) and that no known skill completes is completed first: the next
-    # decision is a follow-up search (docs/agent.md, "Open selections")
-    complete_selections: bool = True
+    # decision is a follow-up search. Off: measured, it did not help (docs/agent.md,
+    # "Open selections")
+    complete_selections: bool = False
     rare_action_prob: float = (
         0.15  # A2: share of double/right clicks and drags among object actions
     )

@@ -440,7 +440,7 @@ class Agent:
         """
         state_id = hit.id
         if self._open_selection(screen, state_id):
-            self._complete_selection(screen, state_id, feat, objects, rec)
+            rec.executions.append(self._augment(screen, state_id, feat, objects, rec, True))
             return
         if self.use_graph:
             candidates = self.mem.hq_candidates(state_id)  # Eq. 2–3
@@ -479,7 +479,7 @@ class Agent:
                 present = self._present_fn(screen.observe())
                 if self._open_selection(screen, state_id):
                     # Complete it before another draw (or stage 2) undoes it.
-                    self._complete_selection(screen, state_id, feat, objects, rec)
+                    rec.executions.append(self._augment(screen, state_id, feat, objects, rec, True))
                     return
                 if moved:
                     break
@@ -516,7 +516,7 @@ class Agent:
             return False
         skill, ex = prev[0], prev[1]
         n = len(skill.operations)
-        if n != 1 or n >= self.cfg.augment.k_max or (skill.id, state_id) in self._completion_sought:
+        if n != 1 or self.cfg.augment.k_max < 2 or (skill.id, state_id) in self._completion_sought:
             return False
         image = screen.observe()
         reaction = screen.last_reaction
@@ -543,19 +543,6 @@ class Agent:
                 return False  # a known completion can act here
         self._completion_sought.add((skill.id, state_id))
         return True
-
-    def _complete_selection(
-        self,
-        screen: Screen,
-        state_id: str,
-        feat: np.ndarray,
-        objects: list[UIObject],
-        rec: StepRecord,
-    ) -> None:
-        """The follow-up search for an open selection, marked as such in the step log."""
-        ex = self._augment(screen, state_id, feat, objects, rec, follow_up=True)
-        ex.note = "open selection; " + ex.note
-        rec.executions.append(ex)
 
     # ------------------------------------------------------------------ stage 2
     def _cluster_invocation(
@@ -784,7 +771,7 @@ class Agent:
         """Skill augmentation (Alg. 1 lines 18–24): grow, name, store, evaluate.
 
         ``follow_up``: an open selection's completion is searched (k = 1, where
-        the program reacted first; see :meth:`_open_selection`).
+        the program reacted first; see :meth:`_open_selection`); the note says so.
         """
         library = self.mem.skills("active")
         tree = self._tree(state_id)
@@ -822,7 +809,11 @@ class Agent:
                 None,
                 self.cfg,
             )
-        note = f"k={res.k}; tried " + ", ".join(f"{d} Δ={c:.4f}" for d, c in res.tried)
+        note = (
+            ("open selection; " if follow_up else "")
+            + f"k={res.k}; tried "
+            + ", ".join(f"{d} Δ={c:.4f}" for d, c in res.tried)
+        )
         if not res.found:
             if res.prefix is not None and res.prefix_executed:
                 # The prefix ran and had an effect: that is an execution of the prefix.
