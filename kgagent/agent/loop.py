@@ -515,8 +515,11 @@ class Agent:
         if not self.cfg.augment.complete_selections or prev is None:
             return False
         skill, ex = prev[0], prev[1]
-        n = len(skill.operations)
-        if n != 1 or self.cfg.augment.k_max < 2 or (skill.id, state_id) in self._completion_sought:
+        if (
+            len(skill.operations) != 1
+            or self.cfg.augment.k_max < 2
+            or (skill.id, state_id) in self._completion_sought
+        ):
             return False
         image = screen.observe()
         reaction = screen.last_reaction
@@ -533,12 +536,12 @@ class Agent:
         if current is None or current.status != "active":
             return False
         present = self._present_fn(image)
-        head = [op_key(op) for op in skill.operations]
+        head = op_key(skill.operations[0])
         for s in self.mem.skills("active"):
             if (
-                len(s.operations) == n + 1
-                and [op_key(op) for op in s.operations[:n]] == head
-                and all(present(o) for o in s.operations[n].object_ids())
+                len(s.operations) == 2
+                and op_key(s.operations[0]) == head
+                and all(present(o) for o in s.operations[1].object_ids())
             ):
                 return False  # a known completion can act here
         self._completion_sought.add((skill.id, state_id))
