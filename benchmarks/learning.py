@@ -143,6 +143,25 @@ def round_means(series: list[list[dict]]) -> list[float]:
     return [statistics.fmean(rows[i]["progression"] for rows in series) for i in range(n)]
 
 
+def paired(a: list[float], b: list[float]) -> str:
+    """``b − a`` pair by pair: mean ± standard error, t, and how many pairs went up / down.
+
+    The targets compare means, which on these games move by a standard deviation of
+    2–20 between seeds; the paired difference says whether a gap is more than noise.
+    """
+    d = [y - x for x, y in zip(a, b)]
+    if not d:
+        return "no pairs"
+    m = statistics.fmean(d)
+    up, down = sum(x > 0 for x in d), sum(x < 0 for x in d)
+    counts = f"{up} up, {len(d) - up - down} even, {down} down"
+    if len(d) < 2:
+        return f"{m:+.2f} ({counts})"
+    se = statistics.stdev(d) / len(d) ** 0.5
+    t = f"t ≈ {m / se:.1f}" if se > 0 else "t undefined"
+    return f"{m:+.2f} ± {se:.2f} SE ({t}; {counts})"
+
+
 def verdict(results: list[dict], per_game: dict[str, list[list[dict]]], games: list[str]) -> str:
     out = []
     for g in games:
@@ -150,6 +169,11 @@ def verdict(results: list[dict], per_game: dict[str, list[list[dict]]], games: l
         def mean(m: str, g: str = g) -> float | None:
             v = [r["progression"] for r in results if r["env"] == g and r["ablation"] == m]
             return statistics.fmean(v) if v else None
+
+        def by_seed(m: str, g: str = g) -> dict[int, float]:
+            return {
+                r["seed"]: r["progression"] for r in results if r["env"] == g and r["ablation"] == m
+            }
 
         full, rnd, nog = mean("full"), mean("random"), mean("no_graph")
         if full is not None and rnd is not None:
@@ -159,17 +183,24 @@ def verdict(results: list[dict], per_game: dict[str, list[list[dict]]], games: l
             )
         if full is not None and nog is not None:
             ok = full >= 1.3 * nog if nog > 0 else full > 0
+            f, n = by_seed("full"), by_seed("no_graph")
+            seeds = sorted(set(f) & set(n))
             out.append(
-                f"- {g}: full {full:.2f} vs no_graph {nog:.2f} (target ≥ 1.3×): {'met' if ok else 'MISSED'}"
+                f"- {g}: full {full:.2f} vs no_graph {nog:.2f} (target ≥ 1.3×): {'met' if ok else 'MISSED'}; "
+                f"full − no_graph per seed {paired([n[k] for k in seeds], [f[k] for k in seeds])}"
             )
         series = per_game.get(g)
         means = round_means(series) if series else []
         if len(means) >= 2:
             a, b = means[0], means[-1]
             per = " / ".join(f"{m:.2f}" for m in means)
+            last = len(means) - 1
+            diff = paired(
+                [r[0]["progression"] for r in series], [r[last]["progression"] for r in series]
+            )
             out.append(
-                f"- {g}: rounds {per} (mean of {len(series)} series); round {len(means) - 1} "
-                f"vs round 0 (target: better): {'met' if b > a else 'MISSED'}"
+                f"- {g}: rounds {per} (mean of {len(series)} series); round {last} "
+                f"vs round 0 (target: better): {'met' if b > a else 'MISSED'}; per series {diff}"
             )
     return "\n".join(out)
 

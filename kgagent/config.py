@@ -166,6 +166,10 @@ class LibraryConfig:
 
     prune_every: int = 25  # steps
     max_library: int = 200  # prune while larger
+    # Exploration constant of the UCB that ranks skills for that pruning (Eq. 6's form).
+    # The appendix's UCT constant, not C1 = 5: with C1 the exploration bonus outweighs
+    # fitness, and the most-used skills went first (docs/agent.md, "Pruning").
+    prune_c: float = 0.5
     refine_below: int = 40  # refine only while the library is this small
     cluster_every: int = 10  # steps
 

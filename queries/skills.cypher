@@ -58,13 +58,14 @@ RETURN a.id AS src, b.id AS dst, e.weight AS weight, e.change AS change, e.count
 ORDER BY e.weight DESC;
 
 // name: pruning_candidates
-// Skills executed more often than the library mean, lowest UCB (Eq. 6, no penalty) first.
+// Skills executed more often than the library mean, lowest UCB (Eq. 6's form, no penalty,
+// exploration constant: library.prune_c) first.
 MATCH (k:Skill) WHERE k.status <> 'pruned'
 WITH avg(CAST(k.executions AS DOUBLE)) AS mean, sum(k.executions) AS total
 MATCH (s:Skill)
 WHERE s.status <> 'pruned' AND CAST(s.executions AS DOUBLE) > mean
 RETURN s.id AS skill, s.name AS name, s.executions AS executions, s.fitness AS fitness,
-       s.fitness + $c1 * sqrt(ln(CAST(total AS DOUBLE)) / CAST(s.executions AS DOUBLE)) AS ucb
+       s.fitness + $c * sqrt(ln(CAST(total AS DOUBLE)) / CAST(s.executions AS DOUBLE)) AS ucb
 ORDER BY ucb ASC, skill
 LIMIT $limit;
 

@@ -588,8 +588,13 @@ class Memory:
         ]
 
     def pruning_candidates(self, limit: int = 1) -> list[PruneCandidate]:
-        """Skills executed more often than the library mean, lowest UCB score (Eq. 6) first."""
-        rows = self._q("pruning_candidates", c1=float(self.config.invocation.c1), limit=int(limit))
+        """Skills executed more often than the library mean, lowest UCB score (Eq. 6) first.
+
+        The UCB's exploration constant is ``library.prune_c`` (the appendix's C = 0.5):
+        among skills that were tried more than most, the one with the lowest fitness goes.
+        """
+        c = float(self.config.library.prune_c)
+        rows = self._q("pruning_candidates", c=c, limit=int(limit))
         return [
             PruneCandidate(
                 r["skill"], r["name"], int(r["executions"]), float(r["fitness"]), float(r["ucb"])

@@ -101,7 +101,7 @@ def snapshot(path: Path, pop: Populated) -> dict:
         "cluster": [pop.cluster],
         "object": pop.objects,
         "limit": [100],
-        "c1": [5.0],
+        "c": [0.5],
         "a": [s["A"]],
         "b": [s["B"]],
     }

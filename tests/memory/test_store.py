@@ -158,7 +158,7 @@ def test_pruning_candidates_and_prune_leaves_no_dangling_edges(populated) -> Non
             m.update_skill(sk)
         cands = m.pruning_candidates(limit=5)
         assert [c.skill_id for c in cands] == [k["k1"], k["k2"]]  # above the mean 7
-        ucb = 0.1 + 5.0 * math.sqrt(math.log(21) / 10)
+        ucb = 0.1 + Config().library.prune_c * math.sqrt(math.log(21) / 10)
         assert cands[0].ucb == pytest.approx(ucb)
         m.prune_skill(k["k1"])
         assert m.get_skill(k["k1"]).status == "pruned"
@@ -178,6 +178,27 @@ def test_pruning_candidates_and_prune_leaves_no_dangling_edges(populated) -> Non
         assert st.skill_edges == populated.stats["skill_edges"] - 1
         assert k["k1"] not in m.clusters()[0].skill_ids
         assert [c.skill_id for c in m.pruning_candidates(limit=5)] == [k["k2"]]
+
+
+def test_pruning_ranks_well_tried_skills_by_fitness_not_by_use(populated) -> None:
+    """Among skills above the mean use, the weaker goes first, not the more used.
+
+    k1 ran 100 times at fitness 0.5, k2 60 times at 0.3 (mean use 53.3). With C1 = 5
+    as the exploration constant the bonus gap (0.33) outweighs the fitness gap (0.2)
+    and k1 -- the better, more used skill -- would be ranked first; with the
+    default ``prune_c`` (the appendix's 0.5) k2 is.
+    """
+    k = populated.skills
+    with Memory.open(populated.path, Config(), encoder=ENC) as m:
+        for sid, n, phi in ((k["k1"], 100, 0.5), (k["k2"], 60, 0.3), (k["k3"], 0, 0.0)):
+            sk = m.get_skill(sid)
+            sk.executions, sk.fitness = n, phi
+            m.update_skill(sk)
+        assert [c.skill_id for c in m.pruning_candidates(limit=5)] == [k["k2"], k["k1"]]
+    cfg = Config()
+    cfg.library.prune_c = 5.0
+    with Memory.open(populated.path, cfg, encoder=ENC) as m:
+        assert [c.skill_id for c in m.pruning_candidates(limit=5)] == [k["k1"], k["k2"]]
 
 
 # ------------------------------------------------------------ objects, MCTS, stats
