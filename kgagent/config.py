@@ -165,7 +165,10 @@ class LibraryConfig:
     """Pruning, refinement and clustering cadence."""
 
     prune_every: int = 25  # steps
-    max_library: int = 200  # prune while larger
+    # Prune while larger. A bound on memory, not a learning device: at 200, a 4-round civgame
+    # run (theta_simi 0.9) churned, each new skill pushing out a well-tried one, and round 3
+    # lost 11 turns on the mean of 4 series (docs/benchmarks.md, "Session 9").
+    max_library: int = 1000
     # Exploration constant of the UCB that ranks skills for that pruning (Eq. 6's form).
     # The appendix's UCT constant, not C1 = 5: with C1 the exploration bonus outweighs
     # fitness, and the most-used skills went first (docs/agent.md, "Pruning").
