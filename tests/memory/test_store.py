@@ -149,13 +149,18 @@ def test_hq_candidates_eq3_best_weight_and_status(populated) -> None:
 
 
 # ------------------------------------------------------------ pruning
+def set_use(m: Memory, rows: tuple[tuple[str, int, float], ...]) -> None:
+    """Give each skill ``(id, executions, fitness)``."""
+    for sid, n, phi in rows:
+        sk = m.get_skill(sid)
+        sk.executions, sk.fitness = n, phi
+        m.update_skill(sk)
+
+
 def test_pruning_candidates_and_prune_leaves_no_dangling_edges(populated) -> None:
     k = populated.skills
     with Memory.open(populated.path, Config(), encoder=ENC) as m:
-        for sid, n, phi in ((k["k1"], 10, 0.1), (k["k2"], 10, 0.9), (k["k3"], 1, 0.0)):
-            sk = m.get_skill(sid)
-            sk.executions, sk.fitness = n, phi
-            m.update_skill(sk)
+        set_use(m, ((k["k1"], 10, 0.1), (k["k2"], 10, 0.9), (k["k3"], 1, 0.0)))
         cands = m.pruning_candidates(limit=5)
         assert [c.skill_id for c in cands] == [k["k1"], k["k2"]]  # above the mean 7
         ucb = 0.1 + Config().library.prune_c * math.sqrt(math.log(21) / 10)
@@ -190,10 +195,7 @@ def test_pruning_ranks_well_tried_skills_by_fitness_not_by_use(populated) -> Non
     """
     k = populated.skills
     with Memory.open(populated.path, Config(), encoder=ENC) as m:
-        for sid, n, phi in ((k["k1"], 100, 0.5), (k["k2"], 60, 0.3), (k["k3"], 0, 0.0)):
-            sk = m.get_skill(sid)
-            sk.executions, sk.fitness = n, phi
-            m.update_skill(sk)
+        set_use(m, ((k["k1"], 100, 0.5), (k["k2"], 60, 0.3), (k["k3"], 0, 0.0)))
         assert [c.skill_id for c in m.pruning_candidates(limit=5)] == [k["k2"], k["k1"]]
     cfg = Config()
     cfg.library.prune_c = 5.0
