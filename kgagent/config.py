@@ -171,7 +171,7 @@ class LibraryConfig:
     max_library: int = 1000
     # Exploration constant of the UCB that ranks skills for that pruning (Eq. 6's form).
     # The appendix's UCT constant, not C1 = 5: with C1 the exploration bonus outweighs
-    # fitness, and the most-used skills went first (docs/agent.md, "Pruning").
+    # fitness, and the most-used skills went first (docs/agent.md, "Pruning at the library cap").
     prune_c: float = 0.5
     refine_below: int = 40  # refine only while the library is this small
     cluster_every: int = 10  # steps
