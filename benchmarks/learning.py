@@ -166,14 +166,14 @@ def verdict(results: list[dict], per_game: dict[str, list[list[dict]]], games: l
     out = []
     for g in games:
 
-        def mean(m: str, g: str = g) -> float | None:
-            v = [r["progression"] for r in results if r["env"] == g and r["ablation"] == m]
-            return statistics.fmean(v) if v else None
-
         def by_seed(m: str, g: str = g) -> dict[int, float]:
             return {
                 r["seed"]: r["progression"] for r in results if r["env"] == g and r["ablation"] == m
             }
+
+        def mean(m: str) -> float | None:
+            v = by_seed(m)
+            return statistics.fmean(v.values()) if v else None
 
         full, rnd, nog = mean("full"), mean("random"), mean("no_graph")
         if full is not None and rnd is not None:
