@@ -21,6 +21,8 @@ nodes, skill edges and similarity edges from the memory.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import platform
 import shlex
 import statistics
 import sys
@@ -162,6 +164,26 @@ def paired(a: list[float], b: list[float]) -> str:
     return f"{m:+.2f} ± {se:.2f} SE ({t}; {counts})"
 
 
+#: Packages whose version can change a run's numbers (segmentation, arithmetic, storage order).
+VERSIONED = ("numpy", "opencv-python", "pillow", "ladybug", "kuzu", "lancedb", "torch")
+
+
+def versions() -> str:
+    """Python and the versions that decide a run, so a changed figure can be traced to them.
+
+    pyproject.toml pins only minimums: a fresh install may resolve newer releases (an
+    OpenCV major version changes what the segmenter finds), and the same seed then
+    gives other runs.
+    """
+    parts = [f"python {platform.python_version()}"]
+    for name in VERSIONED:
+        try:
+            parts.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{name} (not installed)")
+    return ", ".join(parts)
+
+
 def verdict(results: list[dict], per_game: dict[str, list[list[dict]]], games: list[str]) -> str:
     out = []
     for g in games:
@@ -271,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         f"command: `{cmd}`",
         f"grid: {len(games)} game(s) × {len(methods)} method(s) × {args.seeds} seed(s) × {args.steps} steps; "
         f"offline brain, pixel encoder, OpenCV segmenter; wall {elapsed / 60:.1f} min",
+        f"versions: {versions()}",
         "",
         "## Methods (mean ± sd over seeds)",
         "",
