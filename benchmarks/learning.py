@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import os
 import platform
 import shlex
 import statistics
@@ -184,6 +185,36 @@ def versions() -> str:
     return ", ".join(parts)
 
 
+def machine() -> str:
+    """The CPU a run used: its model, logical cores, and the SIMD code OpenCV dispatches.
+
+    Runs of one seed on the same package versions have differed between machines
+    (docs/benchmarks.md, Learning, sessions 10 and 11), so a report names the machine too.
+    """
+    model = platform.processor() or platform.machine()
+    try:
+        info: dict[str, str] = {}
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if not key.strip() and info:
+                break  # the first processor's block is enough
+            info.setdefault(key.strip(), value.strip())
+        if "model name" in info:
+            # A virtual machine may name only the vendor line ("AMD EPYC"): family and
+            # model numbers tell generations apart.
+            model = f"{info['model name']} (family {info.get('cpu family', '?')}, model {info.get('model', '?')})"
+    except OSError:
+        pass
+    parts = [f"{model}, {os.cpu_count()} logical cores"]
+    try:
+        import cv2
+
+        parts.append(f"OpenCV SIMD {cv2.getCPUFeaturesLine()}")
+    except Exception:  # noqa: BLE001 - a missing or broken cv2 only shortens the line
+        pass
+    return "; ".join(parts)
+
+
 def verdict(results: list[dict], per_game: dict[str, list[list[dict]]], games: list[str]) -> str:
     out = []
     for g in games:
@@ -294,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         f"grid: {len(games)} game(s) × {len(methods)} method(s) × {args.seeds} seed(s) × {args.steps} steps; "
         f"offline brain, pixel encoder, OpenCV segmenter; wall {elapsed / 60:.1f} min",
         f"versions: {versions()}",
+        f"machine: {machine()}",
         "",
         "## Methods (mean ± sd over seeds)",
         "",
