@@ -12,6 +12,9 @@ and judges "round 3 > round 0" on the mean over series.
     python benchmarks/learning.py --seeds 0 --series 6 --games cardgame --jobs 2   # rounds only
     python benchmarks/learning.py --write /tmp/learning.md   (then update docs/benchmarks.md, section Learning)
 
+Every run's memory (with its step logs) is kept in a temporary folder that the report
+names; ``benchmarks/skill_transfer.py`` reads them.
+
 Metrics: progression and score are the games' ground truth (floors / turns,
 score / techs), read by the harness only; ERR = share of executed skills that
 caused a valid transition; $/100 steps from the brain's usage (0 offline);
@@ -326,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         f"offline brain, pixel encoder, OpenCV segmenter; wall {elapsed / 60:.1f} min",
         f"versions: {versions()}",
         f"machine: {machine()}",
+        f"memories and step logs: {tmp} (kept for `benchmarks/skill_transfer.py` and "
+        "`kgagent runs show`; delete it when done)",
         "",
         "## Methods (mean ± sd over seeds)",
         "",
