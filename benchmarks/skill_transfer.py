@@ -19,7 +19,6 @@ a skill that could start did something, not whether it could start.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -31,15 +30,14 @@ BINS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.985, 1.0 + 1e-9)
 
 def executions(memory: Path) -> dict[str, dict[str, tuple[bool, bool]]]:
     """skill id -> state id -> (valid from there at least once, good at least once)."""
+    from kgagent.agent.runner import read_log
     from kgagent.config import Config
 
     r_good = Config().invocation.r_good
     out: dict[str, dict[str, tuple[bool, bool]]] = defaultdict(dict)
     for log in sorted((memory / "runs").glob("*.jsonl")):
-        for line in log.read_text().splitlines():
-            d = json.loads(line)
-            if d.get("type") != "step":
-                continue
+        # The agent's own reader: a run killed mid-write leaves a torn last line, skipped.
+        for d in read_log(log)[1]:
             for e in d.get("executions", []):
                 if not e.get("skill_id") or not e.get("actions"):
                     continue
@@ -96,7 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: not a memory with step logs: {', '.join(missing)}", file=sys.stderr)
         return 1
-    rows = transfer(args.memories)
+    from kgagent.errors import KGAgentError
+
+    try:
+        rows = transfer(args.memories)
+    except KGAgentError as e:
+        # A memory that cannot be opened read-only, or a damaged step log: one line, no
+        # traceback; the memories are only read, never changed.
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     print(f"{len(args.memories)} memories; pairs of states a skill ran from (valid from the first)")
     print()
     print("| cos(u, v) | pairs | P(valid from v) | pairs good from u | P(good from v) |")
