@@ -11,10 +11,11 @@ TORCH := torch==2.9.1 torchvision==0.24.1
 else
 TORCH := torch==2.14.1 torchvision==0.29.1
 endif
-# Debian packages the desktop tests use: a real X server, window tools, and programs no one here wrote.
-APT_PACKAGES := xvfb xdotool x11-apps x11-utils xterm
+# Debian packages the tests use: a real X server, X tools, a small window manager, programs
+# no one here wrote, and a headless browser for `kgagent view`.
+APT_PACKAGES := xvfb x11-apps x11-utils xterm evilwm chromium chromium-driver
 
-.PHONY: play test setup system-deps lint format bench clean
+.PHONY: play test setup system-deps lint format bench docs-screenshots clean
 
 play: $(STAMP)
 	$(BIN)/kgagent play
@@ -29,17 +30,21 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH) 2>&1 | grep -v "^WARNING: Location" || true
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v "^WARNING: Location" || true
-	$(BIN)/python -c "import kgagent, torch, torchvision, open_clip, lancedb" 
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev,games,bench]' 2>&1 | grep -v "^WARNING: Location" || true
+	$(BIN)/python -c "import kgagent, torch, torchvision, open_clip, lancedb, gymnasium, crafter, pygame, dash, rapidocr_onnxruntime, ray, matplotlib"
 	touch $(STAMP)
 
 system-deps:
-	@missing=0; for b in Xvfb xdotool xcalc xterm xwininfo; do command -v $$b >/dev/null || missing=1; done; \
+	@missing=0; for b in Xvfb xcalc xterm xwininfo evilwm chromium chromedriver; do command -v $$b >/dev/null || missing=1; done; \
 	if [ $$missing = 1 ]; then \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  echo "installing Debian packages: $(APT_PACKAGES)"; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
 	fi
+
+# Screenshots of `kgagent view` in docs/img/, taken by the browser tests.
+docs-screenshots: system-deps $(STAMP)
+	KGAGENT_DOCS_SCREENSHOTS=1 $(BIN)/python -m pytest -q tests/view/test_browser.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

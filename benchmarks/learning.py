@@ -13,7 +13,7 @@ and judges "round 3 > round 0" on the mean over series.
     python benchmarks/learning.py --write /tmp/learning.md   (then update docs/benchmarks.md, section Learning)
 
 Every run's memory (with its step logs) is kept in a temporary folder that the report
-names; ``benchmarks/skill_transfer.py`` reads them.
+names; ``benchmarks/experiments/skill_transfer.py`` reads them.
 
 Metrics: progression and score are the games' ground truth (floors / turns,
 score / techs), read by the harness only; ERR = share of executed skills that
@@ -192,7 +192,7 @@ def machine() -> str:
     """The CPU a run used: its model, logical cores, and the SIMD code OpenCV dispatches.
 
     Runs of one seed on the same package versions have differed between machines
-    (docs/benchmarks.md, Learning, sessions 10 and 11), so a report names the machine too.
+    (docs/benchmarks.md, Learning, "Reproducibility"), so a report names the machine too.
     """
     model = platform.processor() or platform.machine()
     try:
@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         f"offline brain, pixel encoder, OpenCV segmenter; wall {elapsed / 60:.1f} min",
         f"versions: {versions()}",
         f"machine: {machine()}",
-        f"memories and step logs: {tmp} (kept for `benchmarks/skill_transfer.py` and "
+        f"memories and step logs: {tmp} (kept for `benchmarks/experiments/skill_transfer.py` and "
         "`kgagent runs show`; delete it when done)",
         "",
         "## Methods (mean ± sd over seeds)",

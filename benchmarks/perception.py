@@ -268,7 +268,7 @@ def quality(
         for a_pos, i in enumerate(idx):
             for j in idx[a_pos + 1 : a_pos + 6]:  # a few steps later
                 A, B = screens[i], screens[j]
-                if visual_change(A["img"], B["img"]) == 0:
+                if visual_change(A["img"], B["img"], pcfg.change_threshold) == 0:
                     continue
                 kinds_b = defaultdict(list)
                 for n, b in B["elements"]:

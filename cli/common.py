@@ -1,4 +1,7 @@
-"""Shared click options: ``--memory PATH`` and ``--config FILE`` / ``--set section.field=value``.
+"""The options every command shares: ``--memory``, ``--config`` / ``--set``, ``--format``.
+
+:func:`common_options` puts them on a command in one order with one meaning, so
+that ``kgagent play``, ``query``, ``memory …`` and ``runs …`` read alike.
 
 Memory location, first match wins: ``--memory PATH``; ``$KGAGENT_MEMORY``; the
 config's ``memory.path`` (from ``--config`` / ``--set``); the user data
@@ -11,15 +14,21 @@ import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
-from kgagent.config import Config
+from kgagent.config import Config, read_text_limited
+from kgagent.errors import KGAgentError
 from kgagent.paths import resolve_memory_path
 
+from .output import format_option
+
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: The largest query or other text read from a file or standard input.
+MAX_INPUT_BYTES = 1 << 20
 
 MEMORY_HELP = (
     "Memory directory. Default: $KGAGENT_MEMORY, else the config's memory.path, else the user "
@@ -47,8 +56,8 @@ def config_options(func: F) -> F:
     """``--config FILE`` and repeatable ``--set section.field=value``, passed on as ``config``.
 
     The command receives ``config: Config`` (defaults, then the file, then the
-    overrides). When the command also has ``--memory`` and it was not given, the
-    config's ``memory.path`` is used unless ``$KGAGENT_MEMORY`` is set.
+    overrides, validated). When the command also has ``--memory`` and it was not
+    given, the config's ``memory.path`` is used unless ``$KGAGENT_MEMORY`` is set.
     """
 
     @functools.wraps(func)
@@ -78,6 +87,50 @@ def config_options(func: F) -> F:
         "config_file",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
         default=None,
-        help="A TOML config file (sections as in kgagent.config).",
+        help="A TOML config file (docs/config.md lists every field).",
     )(wrapper)
     return wrapper  # type: ignore[return-value]
+
+
+def common_options(
+    *, memory: bool = True, config: bool = True, fmt: bool = True
+) -> Callable[[F], F]:
+    """The shared options a command takes, always in the order --memory, --config/--set, --format.
+
+    The command receives ``memory: Path``, ``config: Config`` and ``fmt: str`` for
+    the options it asked for.
+    """
+
+    def decorate(func: F) -> F:
+        if fmt:
+            func = format_option(func)
+        if config:
+            func = config_options(func)
+        if memory:
+            func = memory_option(func)
+        return func
+
+    return decorate
+
+
+def open_memory(path: Path, config: Config, *, write: bool) -> Any:
+    """Open an existing memory for a command: read-only unless ``write``, never created."""
+    from kgagent.memory import Memory
+
+    return Memory.open(path, config, read_only=not write, create=False)
+
+
+def read_input(source: Path | IO[Any], what: str, error: type[KGAgentError] = KGAgentError) -> str:
+    """The text of a file or a stream the user handed us: at most 1 MiB, UTF-8.
+
+    A device (``/dev/zero``), a binary file or a path that cannot be read ends in one
+    clear ``error`` instead of a traceback or a read that never ends.
+    """
+    if isinstance(source, Path):
+        try:
+            with source.open("rb") as fh:
+                return read_text_limited(fh, f"{what} {source}", MAX_INPUT_BYTES, error)
+        except OSError as e:
+            raise error(f"cannot read {what} {source}: {e.strerror or e}") from None
+    stream = getattr(source, "buffer", source)
+    return read_text_limited(stream, what, MAX_INPUT_BYTES, error)

@@ -13,6 +13,9 @@ from kgagent.config import Config
 from kgagent.envs.registry import describe_envs, make_env
 from kgagent.errors import EnvironmentError_
 
+from .common import common_options
+from .output import emit
+
 
 @click.group("env")
 def env_group() -> None:
@@ -20,33 +23,38 @@ def env_group() -> None:
 
 
 @env_group.command("list")
-def list_cmd() -> None:
+@common_options(memory=False, config=False)
+def list_cmd(fmt: str) -> None:
     """List environment names with a one-line description."""
-    for name, desc in describe_envs():
-        click.echo(f"{name:10s} {desc}")
+    emit([{"name": name, "description": desc} for name, desc in describe_envs()], fmt)
 
 
 @env_group.command("show")
 @click.argument("name")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the built-in game.")
+@click.option(
+    "--seed", default=None, type=int, help="Seed of the built-in game (default: run.seed)."
+)
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="PNG file to write.")
 @click.option("--window", default=None, help="desktop only: window title or class to bind to.")
-def show_cmd(name: str, seed: int, out: str, window: str | None) -> None:
+@common_options(memory=False, fmt=False)
+def show_cmd(name: str, seed: int | None, out: str, window: str | None, config: Config) -> None:
     """Render the first screen of environment NAME to a PNG file."""
     from kgagent.envs.render import to_png
 
-    cfg = Config()
-    cfg.run.seed = seed
+    cfg = config
+    if seed is not None:
+        cfg.run.seed = seed
     if window:
         cfg.desktop.window = window
+    cfg.validate()
     env = make_env(name, cfg)
     try:
-        obs, _info = env.reset(seed)
+        obs, _info = env.reset(cfg.run.seed)
         try:
             to_png(obs, out)
         except OSError as e:
-            raise EnvironmentError_(f"cannot write {out}: {e}") from None
+            raise EnvironmentError_(f"cannot write {out}: {e.strerror or e}") from None
     finally:
         env.close()
     h, w = obs.shape[:2]
-    click.echo(f"wrote {Path(out)} ({w}x{h}, {name}, seed {seed})")
+    click.echo(f"wrote {Path(out)} ({w}x{h}, {name}, seed {cfg.run.seed})")

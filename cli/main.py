@@ -1,7 +1,10 @@
 """The `kgagent` command: one click group; each command parses options and calls the library.
 
-Errors a user can cause (``KGAgentError``) print as one line and exit with 1;
-``--debug`` shows the traceback instead.
+Errors print as one line. What a user can cause — a :class:`KGAgentError`, or an
+``OSError`` / ``ValueError`` from what they handed us (a path that cannot be
+read or written, bytes that are not text) — exits with 1; ``--debug`` shows the
+traceback instead. A usage error (an unknown option, a bad option value) exits
+with 2, as click's do, with the command's ``--help`` named.
 """
 
 from __future__ import annotations
@@ -9,21 +12,58 @@ from __future__ import annotations
 import sys
 
 import click
+from click.exceptions import NoArgsIsHelpError
 
 from kgagent import __version__
 from kgagent.errors import KGAgentError
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def describe_error(e: BaseException) -> str:
+    """One line for an error a user can act on."""
+    if isinstance(e, OSError) and e.strerror:
+        where = e.filename if e.filename is not None else ""
+        return _one_line(f"{e.strerror}: {where}" if where else e.strerror)
+    return _one_line(str(e)) or type(e).__name__
+
+
+class OneLineUsageError(click.UsageError):
+    """A usage error shown as one line that names the command's help."""
+
+    def show(self, file=None) -> None:  # type: ignore[override]
+        hint = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"error: {_one_line(self.format_message()).rstrip('.')}{hint}", err=True)
+
+
+def _usage(e: click.UsageError) -> click.UsageError:
+    if isinstance(e, (NoArgsIsHelpError, OneLineUsageError)):
+        return e  # a bare group shows its help
+    return OneLineUsageError(e.format_message(), e.ctx)
+
+
 class KGAgentGroup(click.Group):
-    """Turns library errors into one clear line and exit code 1."""
+    """Turns library errors into one clear line and exit code 1, usage errors into one line."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:
+            raise _usage(e) from None
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
-        except KGAgentError as e:
+        except click.UsageError as e:
+            raise _usage(e) from None
+        except BrokenPipeError:
+            raise  # click quiets a closed pipe (`kgagent query … | head`)
+        except (KGAgentError, OSError, ValueError) as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {describe_error(e)}", err=True)
             sys.exit(1)
 
 
@@ -35,24 +75,31 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """kgagent: an API-free GUI agent with a persistent State-Action Knowledge Graph.
 
     Memory location: --memory PATH on every command; default $KGAGENT_MEMORY or
-    the user data directory (~/.local/share/kgagent/memory on Linux).
+    the user data directory (~/.local/share/kgagent/memory on Linux). Settings:
+    --config FILE and --set section.field=value (docs/config.md).
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
 
 
 def _register() -> None:
+    from kgagent.cli.bench_cmd import bench_cmd
     from kgagent.cli.env_cmd import env_group
     from kgagent.cli.memory_cmd import memory_group
+    from kgagent.cli.merge_cmd import merge_cmd
     from kgagent.cli.play import play_cmd
     from kgagent.cli.query import query_cmd
     from kgagent.cli.runs_cmd import runs_group
+    from kgagent.cli.view_cmd import view_cmd
 
     cli.add_command(play_cmd, "play")
     cli.add_command(query_cmd, "query")
+    memory_group.add_command(merge_cmd, "merge")
     cli.add_command(memory_group, "memory")
     cli.add_command(env_group, "env")
     cli.add_command(runs_group, "runs")
+    cli.add_command(view_cmd, "view")
+    cli.add_command(bench_cmd, "bench")
 
 
 _register()

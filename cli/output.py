@@ -135,6 +135,17 @@ def emit(rows: list[dict[str, Any]], fmt: str = "table") -> None:
         click.echo(text)
 
 
+def emit_record(record: dict[str, Any], fmt: str = "table", table: str | None = None) -> None:
+    """One record (a summary, an info block): ``table`` (or key/value lines) for people,
+    one object in ``json`` / ``jsonl`` / ``csv`` for programs."""
+    if fmt.lower() != "table":
+        emit([record], fmt)
+    elif table is not None:
+        click.echo(table)
+    else:
+        emit([{"key": k, "value": v} for k, v in record.items()], fmt)
+
+
 def _is_number(v: Any) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
 

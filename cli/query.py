@@ -4,26 +4,38 @@ The query comes from the argument, ``--file``, standard input (when neither is
 given and stdin is not a terminal) or ``--name`` (a named query from
 ``queries/``, parameters with ``--param key=value``). Read-only unless
 ``--write``: the memory is opened read-only and a query that writes is refused
-before it runs. No logic lives here; it calls :class:`kgagent.memory.Memory`.
+before it runs; a query that reaches files, extensions or settings is refused
+unless ``--allow-files`` (:mod:`kgagent.memory.guard`). Rows are printed as they
+come, at most ``--limit``; the engine stops a query after ``--timeout`` seconds.
+No logic lives here; it calls :class:`kgagent.memory.Memory`.
 """
 
 from __future__ import annotations
 
+import csv
+import itertools
+import json
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
-from kgagent.cli.common import config_options, memory_option
-from kgagent.cli.output import emit, format_option
+from kgagent.cli.common import common_options, open_memory, read_input
+from kgagent.cli.output import cell, emit, jsonable
 
 from kgagent.config import Config
-from kgagent.errors import MemoryStoreError, QueryError
+from kgagent.errors import QueryError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+#: Rows printed unless --limit says otherwise: enough to read, bounded in memory.
+DEFAULT_LIMIT = 10_000
+#: Seconds a query may run unless --timeout says otherwise.
+DEFAULT_TIMEOUT_S = 60.0
 
 
 def parse_param(item: str) -> tuple[str, Any]:
@@ -44,25 +56,6 @@ def parse_param(item: str) -> tuple[str, Any]:
     return key, raw  # dates, tables: keep the text
 
 
-def open_memory(path: Path, config: Config, *, write: bool) -> Any:
-    """Open a memory for a CLI command, explaining a lock held by another process."""
-    from kgagent.memory import Memory
-
-    try:
-        return Memory.open(path, config, read_only=not write, create=False)
-    except MemoryStoreError as e:
-        msg = str(e)
-        if "in use by another process" in msg:
-            raise MemoryStoreError(
-                f"{msg}. The kuzu engine lets only one process open a memory at a time: stop the "
-                "agent first, or use the ladybug engine (memory.engine=ladybug), whose read-only "
-                "readers can query while an agent runs"
-                if "kuzu" in msg
-                else f"{msg}. Stop the process that holds it read-write and try again"
-            ) from None
-        raise
-
-
 def list_rows() -> list[dict[str, Any]]:
     from kgagent.memory import queries
 
@@ -74,7 +67,7 @@ def list_rows() -> list[dict[str, Any]]:
             "description": q.doc,
             "file": q.source,
         }
-        for q in sorted(queries.load_all().values(), key=lambda q: (q.source, q.name))
+        for q in queries.public()
     ]
 
 
@@ -101,9 +94,27 @@ def list_rows() -> list[dict[str, Any]]:
     is_flag=True,
     help="Allow a query that writes (opens the memory read-write). Without it, writing is refused.",
 )
-@format_option
-@memory_option
-@config_options
+@click.option(
+    "--allow-files",
+    is_flag=True,
+    help="Allow a query that reaches files, extensions or settings (COPY, LOAD, EXPORT, "
+    "ATTACH, INSTALL, CALL threads=…). Refused without it, even with --write.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Print at most this many rows (a note on stderr says when more were left); 0: all.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_TIMEOUT_S,
+    show_default=True,
+    help="Stop the query after this many seconds; 0: no limit.",
+)
+@common_options()
 def query_cmd(
     text: str | None,
     query_file: Path | None,
@@ -111,9 +122,12 @@ def query_cmd(
     params: tuple[str, ...],
     list_: bool,
     write: bool,
-    fmt: str,
+    allow_files: bool,
+    limit: int,
+    timeout: float,
     memory: Path,
     config: Config,
+    fmt: str,
 ) -> None:
     """Run a Cypher query against the experience graph and print the rows.
 
@@ -131,44 +145,93 @@ def query_cmd(
     if sources > 1:
         raise click.UsageError("give one of: a query, --file, --name")
     bound = dict(parse_param(p) for p in params)
-    if name is None:
-        if query_file is not None:
-            text = query_file.read_text(encoding="utf-8")
-        elif text is None:
-            stdin = sys.stdin
-            if stdin is None or stdin.isatty():
-                raise click.UsageError("give a query, --file, --name, or pipe a query on stdin")
-            text = stdin.read()
-        if not text or not text.strip():
-            raise QueryError("the query is empty")
-    from kgagent.memory import queries
+    from kgagent.memory import guard, queries
 
     if name is not None:
-        queries.get(name)  # unknown name: a clear error before opening the memory
-        kw = queries.writes(queries.get(name).text)
-    else:
-        kw = queries.writes(text)
-        unbound = [
-            p
-            for p in dict.fromkeys(queries._PARAM.findall(queries.strip_strings(text)))
-            if p not in bound
-        ]
+        text = queries.get(name).text  # unknown name: a clear error before opening the memory
+    elif query_file is not None:
+        text = read_input(query_file, "query file", QueryError)
+    elif text is None:
+        stdin = sys.stdin
+        if stdin is None or stdin.isatty():
+            raise click.UsageError("give a query, --file, --name, or pipe a query on stdin")
+        text = read_input(stdin, "the query on standard input", QueryError)
+    if not text or not text.strip():
+        raise QueryError("the query is empty")
+    # Refused before the memory is even opened: a read-only query never writes, and
+    # nothing reaches files without --allow-files.
+    verdict = guard.check(text, write=write, allow_files=allow_files)
+    if name is None:
+        unbound = [p for p in verdict.params if p not in bound]
         if unbound:
             raise QueryError(
                 f"the query uses parameter(s) {', '.join('$' + p for p in unbound)}; "
                 f"bind them with --param {unbound[0]}=..."
             )
-    if kw and not write:
-        # Refused before the memory is even opened: a read-only query never writes.
-        from kgagent.errors import ReadOnlyViolation
-
-        raise ReadOnlyViolation(f"this query writes ({kw}); pass --write to allow it")
     mem = open_memory(memory, config, write=write)
     try:
         if name is not None:
-            rows = mem.run_named(name, bound, write=write)
-        else:
-            rows = mem.cypher(text, bound, write=write)
+            mem.named_query(name, bound)  # internal or missing parameters: refused
+        try:
+            with mem.cypher_rows(
+                text, bound, write=write, allow_files=allow_files, timeout=timeout
+            ) as rows:
+                cut = _print_rows(rows, fmt, limit)
+        except QueryError as e:
+            if timeout and "interrupt" in str(e).lower():
+                raise QueryError(
+                    f"the query ran longer than --timeout {timeout:g} s and was stopped; "
+                    "narrow it, or give a larger --timeout (0: no limit)"
+                ) from None
+            raise
     finally:
         mem.close()
-    emit(rows, fmt)
+    if cut:
+        click.echo(
+            f"note: only the first {limit:,} rows are shown (--limit {limit}); "
+            "pass --limit 0 for all, or narrow the query",
+            err=True,
+        )
+
+
+def _print_rows(rows: Iterator[dict[str, Any]], fmt: str, limit: int) -> bool:
+    """Print the rows in ``fmt``, at most ``limit`` (0: all); True when more were left.
+
+    Only the table format holds its rows (it aligns columns); the others print as
+    rows arrive, so memory stays bounded whatever the query returns.
+    """
+    fmt = fmt.lower()
+    taken = rows if limit == 0 else itertools.islice(rows, limit)
+    if fmt == "table":
+        emit(list(taken), fmt)
+    else:
+        _stream(taken, fmt)
+    return limit > 0 and next(rows, None) is not None
+
+
+def _stream(rows: Iterable[dict[str, Any]], fmt: str) -> None:
+    out = sys.stdout
+    if fmt == "jsonl":
+        for r in rows:
+            out.write(json.dumps(jsonable(_keys(r)), ensure_ascii=False) + "\n")
+    elif fmt == "json":
+        first = True
+        for r in rows:
+            item = json.dumps(jsonable(_keys(r)), ensure_ascii=False, indent=2)
+            out.write(("[" if first else ",") + "\n  " + item.replace("\n", "\n  "))
+            first = False
+        out.write("[]\n" if first else "\n]\n")
+    else:  # csv
+        w = csv.writer(out, lineterminator="\n")
+        cols: list[str] | None = None
+        for r in rows:
+            r = _keys(r)
+            if cols is None:
+                cols = list(r)
+                w.writerow(cols)
+            w.writerow([cell(r.get(c)) for c in cols])
+    out.flush()
+
+
+def _keys(r: dict[Any, Any]) -> dict[str, Any]:
+    return {str(k): v for k, v in r.items()}

@@ -2,19 +2,22 @@
 
 ``runs list`` shows the logs in a memory's ``runs/`` folder, ``runs show LOG``
 summarises one log (its summary line, or one rebuilt from the step lines when
-the run was killed before writing it).
+the run was killed before writing it), and ``runs show`` without a log prints the
+memory's rounds as the papers' Table 2 (:mod:`kgagent.rounds`). Reading is :mod:`kgagent.runlog`'s job.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
+from kgagent.config import Config
 from kgagent.errors import ConfigError
 
-from .common import memory_option
-from .output import emit, format_option
+from .common import common_options
+from .output import emit, emit_record
 
 
 @click.group("runs")
@@ -22,13 +25,22 @@ def runs_group() -> None:
     """Step logs of past runs."""
 
 
-def _summary_of(path: Path) -> dict:
-    from kgagent.agent.runner import executions_by_path, read_log, summarise
+def _summary_of(path: Path) -> dict[str, Any]:
+    from kgagent.runlog import executions_by_path, read_log, summarise
 
-    header, steps, summary = read_log(path)
+    if not path.exists():
+        raise ConfigError(f"no step log at {path}")
+    if not path.is_file():
+        raise ConfigError(f"{path} is not a file; give a step log (.jsonl)")
+    try:
+        header, steps, summary = read_log(path)
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text; is this a kgagent step log?") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
     if summary is not None:
         d = {k: v for k, v in summary.items() if k != "type"}
-        d.setdefault("executions_by_path", executions_by_path(steps))  # logs before session 6
+        d.setdefault("executions_by_path", executions_by_path(steps))  # logs without it
         return d
     h = header or {}
     truth = steps[-1].get("truth", {}) if steps else {}
@@ -46,25 +58,47 @@ def _summary_of(path: Path) -> dict:
     return rebuilt.to_dict()
 
 
-@runs_group.command("show")
-@click.argument("log", type=click.Path(dir_okay=False, path_type=Path))
-@format_option
-def show_cmd(log: Path, fmt: str) -> None:
-    """Summarise the step log LOG (a .jsonl file written by `kgagent play`)."""
-    from kgagent.agent.runner import RunSummary
+def _find_log(log: Path, memory: Path) -> Path:
+    """LOG as given, else a file of that name in the memory's runs folder."""
+    if log.exists() or log.parent != Path("."):
+        return log
+    in_memory = memory / "runs" / log.name
+    if not in_memory.exists():
+        raise ConfigError(f"no step log at {log} or {in_memory}")
+    return in_memory
 
-    d = _summary_of(log)
-    if fmt == "table":
-        fields = RunSummary.__dataclass_fields__
-        click.echo(RunSummary(**{k: v for k, v in d.items() if k in fields}).format_table())
-    else:
-        emit([d], fmt)
+
+@runs_group.command("show")
+@click.argument("log", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@common_options()
+def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
+    """Summarise the step log LOG: a .jsonl file written by `kgagent play`, given as a path
+    or as its name in the memory's runs folder. Without LOG: the memory's rounds, one per
+    run, as the papers' Table 2 (skills augmented and pruned per round, not cumulative)."""
+    from kgagent.runlog import RunSummary
+
+    if log is None:
+        from kgagent.rounds import TABLE2, compute_rounds, format_rounds, require_logs, rounds_rows
+
+        rounds = compute_rounds(require_logs(memory))
+        if fmt == "table":
+            click.echo(format_rounds(rounds))
+        else:
+            emit(rounds_rows(rounds, TABLE2), fmt)
+        return
+    path = _find_log(log, memory)
+    d = _summary_of(path)
+    known = RunSummary.__dataclass_fields__
+    try:
+        table = RunSummary(**{k: v for k, v in d.items() if k in known}).format_table()
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{path}: its summary line is not a kgagent run summary ({e})") from None
+    emit_record(d, fmt, table=table)
 
 
 @runs_group.command("list")
-@memory_option
-@format_option
-def list_cmd(memory: Path, fmt: str) -> None:
+@common_options()
+def list_cmd(memory: Path, config: Config, fmt: str) -> None:
     """List the step logs in the memory's runs folder, oldest first."""
     folder = memory / "runs"
     if not folder.is_dir():

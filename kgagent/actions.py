@@ -4,14 +4,14 @@ Two layers, one vocabulary:
 
 * :class:`Operation` is a step of a skill as stored in memory. A pointer
   operation names the UI *object* it acts on (``object_id``); a point is used
-  only for residual actions on unrecognised regions (SPEC A3).
+  only for residual actions on unrecognised regions (augmentation's residual actions, A3).
 * :class:`Action` is a concrete operation in the target's pixel coordinates,
   after grounding. Environments execute Actions and nothing else.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 POINTER_KINDS = ("click", "double_click", "right_click", "drag", "scroll")
@@ -57,7 +57,11 @@ class Action:
         return pts
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None and v != 0 or k == "kind"}
+        return {
+            k: v
+            for k in self.__dataclass_fields__
+            if (v := getattr(self, k)) is not None and v != 0 or k == "kind"
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Action:
@@ -94,7 +98,8 @@ class Operation:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
-        for k, v in asdict(self).items():
+        for k in self.__dataclass_fields__:
+            v = getattr(self, k)
             if k != "kind" and v is not None and v != 0:
                 out[k] = list(v) if isinstance(v, tuple) else v
         return out

@@ -1,18 +1,15 @@
-// Export / import of a memory as one portable archive (kgagent/memory/archive.py),
-// and the consistency checks of `kgagent memory check`.
+// Export / import of a memory as one portable archive (kgagent/memory/archive_*.py),
+// and the consistency checks of `kgagent memory check` (Memory.check).
 // Every archive_export_<table> query returns the table's columns in the order of the
 // schema (rel tables: src and dst ids first); archive_load_<table> bulk-loads a
 // pyarrow table passed as $rows (COPY FROM a parameter: no file path, no user data in
-// the query text). A table without both queries cannot be exported (archive.py checks).
-
-// name: archive_tables
-// Every table of the graph, with its kind (NODE / REL).
-CALL show_tables() RETURN name, type ORDER BY name;
+// the query text). A table without both queries (and its catalog_columns_<table> in
+// catalog.cypher) cannot be exported (archive_export.py checks).
 
 // name: archive_export_state
 MATCH (n:State)
 RETURN n.id AS id, n.feature_rev AS feature_rev, n.visits AS visits, n.first_seen AS first_seen,
-       n.last_seen AS last_seen, n.thumbnail AS thumbnail, n.mcts AS mcts
+       n.last_seen AS last_seen, n.thumbnail AS thumbnail, n.mcts AS mcts, n.origin AS origin
 ORDER BY id;
 
 // name: archive_export_skill
@@ -20,19 +17,26 @@ MATCH (n:Skill)
 RETURN n.id AS id, n.name AS name, n.description AS description, n.operations AS operations,
        n.fitness AS fitness, n.executions AS executions, n.status AS status,
        n.parent_id AS parent_id, n.failures AS failures, n.low_rewards AS low_rewards,
-       n.created_at AS created_at
+       n.created_at AS created_at, n.origin AS origin
 ORDER BY id;
 
 // name: archive_export_object
 MATCH (n:Object)
 RETURN n.id AS id, n.name AS name, n.crop AS crop, n.x AS x, n.y AS y, n.w AS w, n.h AS h,
-       n.phash AS phash, n.created_at AS created_at
+       n.phash AS phash, n.created_at AS created_at, n.label AS label, n.origin AS origin
 ORDER BY id;
 
 // name: archive_export_skillcluster
 MATCH (n:SkillCluster)
-RETURN n.id AS id, n.name AS name, n.description AS description, n.selections AS selections
+RETURN n.id AS id, n.name AS name, n.description AS description, n.selections AS selections,
+       n.origin AS origin
 ORDER BY id;
+
+// name: archive_export_inputstat
+MATCH (n:InputStat)
+RETURN n.key AS key, n.kind AS kind, n.tried AS tried, n.changed AS changed,
+       n.updated AS updated
+ORDER BY key;
 
 // name: archive_export_similar
 MATCH (a:State)-[e:SIMILAR]->(b:State)
@@ -71,6 +75,9 @@ COPY Object FROM $rows;
 
 // name: archive_load_skillcluster
 COPY SkillCluster FROM $rows;
+
+// name: archive_load_inputstat
+COPY InputStat FROM $rows;
 
 // name: archive_load_similar
 COPY SIMILAR FROM $rows;

@@ -92,11 +92,11 @@ MATCH (v:State {id: $state})
 OPTIONAL MATCH (v)-[e:SKILL_EDGE]->(:State)
 RETURN v.id AS id, coalesce(sum(e.weight), 0.0) AS potential;
 
-// name: state_mcts_get
+// name: state_stats_get
 MATCH (s:State {id: $state}) RETURN s.mcts AS mcts;
 
-// name: state_mcts_put
-MATCH (s:State {id: $state}) SET s.mcts = $tree;
+// name: state_stats_put
+MATCH (s:State {id: $state}) SET s.mcts = $stats;
 
 // name: recent_states
 // The most recently seen states.

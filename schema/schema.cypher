@@ -8,6 +8,7 @@ CREATE NODE TABLE State(
     last_seen DOUBLE,
     thumbnail STRING,
     mcts STRING,
+    origin STRING,
     PRIMARY KEY(id));
 CREATE NODE TABLE Skill(
     id STRING,
@@ -21,6 +22,7 @@ CREATE NODE TABLE Skill(
     failures INT64,
     low_rewards INT64,
     created_at DOUBLE,
+    origin STRING,
     PRIMARY KEY(id));
 CREATE NODE TABLE Object(
     id STRING,
@@ -32,13 +34,23 @@ CREATE NODE TABLE Object(
     h INT64,
     phash STRING,
     created_at DOUBLE,
+    label STRING,
+    origin STRING,
     PRIMARY KEY(id));
 CREATE NODE TABLE SkillCluster(
     id STRING,
     name STRING,
     description STRING,
     selections INT64,
+    origin STRING,
     PRIMARY KEY(id));
+CREATE NODE TABLE InputStat(
+    key STRING,
+    kind STRING,
+    tried INT64,
+    changed INT64,
+    updated DOUBLE,
+    PRIMARY KEY(key));
 CREATE REL TABLE SIMILAR(FROM State TO State, weight DOUBLE);
 CREATE REL TABLE SKILL_EDGE(
     FROM State TO State,

@@ -1,10 +1,16 @@
-"""The one Config: papers' defaults, TOML overrides, CLI overrides, clear errors."""
+"""The one Config: papers' defaults, TOML overrides, CLI overrides, every field validated."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import fields
+from pathlib import Path
+
 import pytest
 
-from kgagent.config import Config
+from kgagent.config import MAX_CONFIG_BYTES, Config
+from kgagent.config_doc import DOC, render_fields, splice
+from kgagent.config_fields import FieldSpec
 from kgagent.errors import ConfigError
 
 
@@ -14,16 +20,23 @@ def test_defaults_are_the_papers_values():
     assert c.invocation.c1 == 5.0 and c.invocation.m_samples == 5
     assert c.invocation.exploration_trigger == 0.9
     assert c.invocation.base_exploration_utility == 0.1
+    assert c.library.prune_c == 0.5
     assert (c.rewards.novel_new, c.rewards.novel_known) == (1.0, 0.015)
+    assert (c.rewards.state_coef, c.rewards.novel_coef) == (1.0, 1.0)
     assert c.perception.change_threshold == 30 and c.perception.clip_model == "ViT-B-32"
     assert c.run.episode_limit == 500
+
+
+def test_defaults_validate():
+    Config().validate()
+    Config.load(None, [])
 
 
 def test_toml_then_dotted_overrides(tmp_path):
     p = tmp_path / "k.toml"
     p.write_text(
         "[memory]\ntheta_merge = 0.97\ntheta_simi = 0.9\n[invocation]\nm_samples = 3\n"
-        '[augment]\nkeys = ["enter", "f1"]\n'
+        '[augment]\ntexts = ["enter", "f1"]\n[rewards]\nnovel_coef = 2\n'
     )
     c = Config.load(
         p,
@@ -32,51 +45,250 @@ def test_toml_then_dotted_overrides(tmp_path):
             "run.env=civgame",
             "desktop.region=1,2,3,4",
             "brain.budget_usd=none",
+            "run.restart=true",
         ],
     )
     assert c.memory.theta_merge == 0.97 and c.memory.theta_simi == 0.9
     assert c.invocation.m_samples == 7
     assert c.run.env == "civgame"
-    assert c.augment.keys == ("enter", "f1")
+    assert c.augment.texts == ("enter", "f1")
+    assert c.rewards.novel_coef == 2.0 and isinstance(c.rewards.novel_coef, float)
     assert c.desktop.region == (1, 2, 3, 4)
     assert c.brain.budget_usd is None
+    assert c.run.restart is True
+
+
+def test_text_fields_take_the_override_as_text():
+    c = Config.load(
+        None,
+        [
+            "brain.model=4",
+            "perception.sam_checkpoint=~/weights/sam_vit_b.pth",
+            "augment.texts=enter,1",
+            'brain.api_key_env="MY_KEY"',
+        ],
+    )
+    assert c.brain.model == "4"
+    assert c.perception.sam_checkpoint == "~/weights/sam_vit_b.pth"
+    assert c.augment.texts == ("enter", "1")
+    assert c.brain.api_key_env == "MY_KEY"
 
 
 @pytest.mark.parametrize(
     "override, message",
     [
-        ("nosuch.x=1", "unknown config section"),
+        ("nosuch.x=1", "unknown config section 'nosuch'; known: memory"),
         ("memory.nosuch=1", "unknown config field memory.nosuch"),
-        ("invocation.m_samples=abc", "invocation.m_samples"),
-        ("memory.engine=sqlite", "memory.engine"),
-        ("run.ablation=bogus", "run.ablation"),
-        ("no_equals_sign", "section.field=value"),
+        ("no_equals_sign", "override 'no_equals_sign' must look like section.field=value"),
+        # a single threshold out of range
+        (
+            "memory.theta_merge=1.5",
+            "memory.theta_merge = 1.5: must be a number in [-1, 1] (or none)",
+        ),
+        ("memory.theta_simi=-5", "memory.theta_simi = -5.0: must be a number in [-1, 1] (or none)"),
+        # types
+        ("memory.alpha=true", "memory.alpha = true: must be a number in [0, 1]"),
+        (
+            "memory.backup_on_migrate=maybe",
+            'memory.backup_on_migrate = "maybe": must be true or false',
+        ),
+        ("memory.backup_on_migrate=1", "memory.backup_on_migrate = 1: must be true or false"),
+        ("rewards.use_state=yes", 'rewards.use_state = "yes": must be true or false'),
+        ("invocation.m_samples=abc", 'invocation.m_samples = "abc": must be an integer >= 1'),
+        ("invocation.m_samples=2.5", "invocation.m_samples = 2.5: must be an integer >= 1"),
+        ("memory.c0=nan", "memory.c0 = nan: must be a number > 0"),
+        ("memory.c0=inf", "memory.c0 = inf: must be a number > 0"),
+        ("run.env=", 'run.env = "": must be a non-empty string'),
+        ("memory.path=", 'memory.path = "": must be a non-empty string (or none)'),
+        ("run.steps=none", "run.steps = none: must be an integer >= 0"),
+        # ranges (issue: nonsense values that ran silently)
+        ("memory.vector_flush_rows=0", "memory.vector_flush_rows = 0: must be an integer >= 1"),
+        ("memory.vector_flush_rows=-1", "memory.vector_flush_rows = -1: must be an integer >= 1"),
+        ("memory.compact_every=-1", "memory.compact_every = -1: must be an integer >= 0"),
+        ("library.cluster_every=-1", "library.cluster_every = -1: must be an integer >= 0"),
+        ("library.max_library=-1", "library.max_library = -1: must be an integer >= 1"),
+        ("library.max_library=0", "library.max_library = 0: must be an integer >= 1"),
+        ("invocation.tau_start=0", "invocation.tau_start = 0.0: must be a number > 0"),
+        ("invocation.tau_min=0", "invocation.tau_min = 0.0: must be a number > 0"),
+        ("perception.max_objects=0", "perception.max_objects = 0: must be an integer >= 1"),
+        (
+            "perception.grounding_scales=[]",
+            "perception.grounding_scales = []: must be a list of numbers > 0, at least one",
+        ),
+        (
+            "perception.grounding_scales=1.0,-0.5",
+            "perception.grounding_scales = [1.0, -0.5]: must be a list of numbers > 0",
+        ),
+        ("augment.residual_grid=0", "augment.residual_grid = 0: must be an integer >= 1"),
+        ("perception.clip_batch_size=0", "perception.clip_batch_size = 0: must be an integer >= 1"),
+        (
+            "desktop.region=1,2",
+            "desktop.region = [1, 2]: must be 4 integers (x, y, w, h with w, h > 0) (or none)",
+        ),
+        (
+            "desktop.region=0,0,0,600",
+            "desktop.region = [0, 0, 0, 600]: must be 4 integers (x, y, w, h with w, h > 0)",
+        ),
+        ("desktop.region=0,0,1.5,600", "desktop.region = [0, 0, 1.5, 600]: must be 4 integers"),
+        (
+            "augment.rare_action_prob=1.5",
+            "augment.rare_action_prob = 1.5: must be a number in [0, 1]",
+        ),
+        (
+            "invocation.exploration_trigger=-0.1",
+            "invocation.exploration_trigger = -0.1: must be a number in [0, 1]",
+        ),
+        ("invocation.prob_clip=0.5", "invocation.prob_clip = 0.5: must be a number in [0, 0.5)"),
+        ("rewards.fitness_decay=1", "rewards.fitness_decay = 1.0: must be a number in [0, 1)"),
+        ("run.seed=-1", "run.seed = -1: must be an integer >= 0"),
+        ("run.episode_limit=0", "run.episode_limit = 0: must be an integer >= 1"),
+        ("memory.engine=sqlite", 'memory.engine = "sqlite": must be one of ladybug, kuzu'),
+        ("run.ablation=bogus", 'run.ablation = "bogus": must be one of full, no_similarity'),
+        ("brain.image_detail=max", 'brain.image_detail = "max": must be one of low, high, auto'),
+        ("brain.jpeg_quality=0", "brain.jpeg_quality = 0: must be an integer in [1, 100]"),
+        ("desktop.noise_margin=0.5", "desktop.noise_margin = 0.5: must be a number >= 1"),
+        (
+            "perception.change_threshold=255",
+            "perception.change_threshold = 255: must be an integer",
+        ),
     ],
 )
-def test_bad_overrides_are_one_clear_error(override, message):
-    with pytest.raises(ConfigError, match=message):
+def test_each_refused_override_is_one_line_naming_field_value_and_rule(override, message):
+    with pytest.raises(ConfigError) as e:
         Config.load(None, [override])
+    assert str(e.value).startswith(message), str(e.value)
+    assert "\n" not in str(e.value)
 
 
-def test_thresholds_must_be_ordered():
-    with pytest.raises(ConfigError, match="theta_simi"):
+@pytest.mark.parametrize(
+    "toml, message",
+    [
+        ("[memory]\nalpha = true\n", "memory.alpha = true: must be a number"),
+        ('[run]\nsteps = "12"\n', 'run.steps = "12": must be an integer'),
+        ("[brain]\nmodel = 4\n", "brain.model = 4: must be a non-empty string"),
+        ("[perception]\ngrounding_scales = []\n", "perception.grounding_scales = []"),
+        ("[desktop]\nregion = [1, 2, 3]\n", "desktop.region = [1, 2, 3]: must be 4 integers"),
+        ("[memory]\nvector_flush_rows = 0\n", "memory.vector_flush_rows = 0"),
+        ("memory = 3\n", "config section [memory] must be a table"),
+        ("[nosuch]\nx = 1\n", "unknown config section 'nosuch'"),
+    ],
+)
+def test_refused_values_in_a_config_file(tmp_path, toml, message):
+    p = tmp_path / "k.toml"
+    p.write_text(toml)
+    with pytest.raises(ConfigError) as e:
+        Config.load(p)
+    assert str(e.value).startswith(message), str(e.value)
+
+
+def test_values_set_in_code_are_checked_by_validate():
+    cfg = Config()
+    cfg.memory.alpha = True  # a bool is not a number
+    with pytest.raises(ConfigError, match=r"^memory\.alpha = true: must be a number in \[0, 1\]$"):
+        cfg.validate()
+    cfg = Config()
+    cfg.rewards.use_state = 1  # an int is not a bool
+    with pytest.raises(ConfigError, match=r"^rewards\.use_state = 1: must be true or false$"):
+        cfg.validate()
+    cfg = Config()
+    cfg.perception.grounding_scales = ()
+    with pytest.raises(ConfigError, match="at least one"):
+        cfg.validate()
+
+
+def _outside(spec: FieldSpec) -> list[object]:
+    """Values just outside ``spec``'s rule (empty when the rule has no bound)."""
+    text = spec.allowed.strip()
+    step = 1 if spec.kind == "int" else 0.5
+    if m := re.match(r"^([\[(])\s*(\S+)\s*,\s*(\S+)\s*([\])])$", text):
+        lo, hi = float(m[2]), float(m[3])
+        out = [lo if m[1] == "(" else lo - step, hi if m[4] == ")" else hi + step]
+    elif m := re.match(r"^(>=|>)\s*(\S+)$", text):
+        b = float(m[2])
+        out = [b if m[1] == ">" else b - step]
+    elif "|" in text:
+        return ["not-a-choice"]
+    else:
+        return []
+    return [int(v) if spec.kind == "int" else v for v in out]
+
+
+def test_every_field_is_declared_and_every_bound_is_enforced():
+    specs = Config.specs()
+    assert len(specs) == sum(len(fields(getattr(Config(), f.name))) for f in fields(Config))
+    bounded = 0
+    for spec in specs:
+        assert spec.source == "ours" or spec.source.startswith("paper: "), spec.name
+        assert spec.why.strip() and "\n" not in spec.why, spec.name
+        assert spec.describe()
+        section, name = spec.name.split(".")
+        for bad in _outside(spec):
+            cfg = Config()
+            value = (bad,) if spec.length == -1 else bad
+            setattr(getattr(cfg, section), name, value)
+            with pytest.raises(ConfigError, match=rf"^{re.escape(spec.name)} = "):
+                cfg.validate()
+            bounded += 1
+    assert bounded > 60  # most fields have a range
+
+
+def test_every_field_has_the_right_type_or_is_refused():
+    for spec in Config.specs():
+        if spec.length is not None:
+            continue
+        section, name = spec.name.split(".")
+        wrong = 1 if spec.kind == "bool" else True if spec.kind in ("int", "float") else 3
+        cfg = Config()
+        setattr(getattr(cfg, section), name, wrong)
+        with pytest.raises(ConfigError, match=rf"^{re.escape(spec.name)} = "):
+            cfg.validate()
+
+
+def test_thresholds_must_be_ordered_and_one_alone_is_checked():
+    with pytest.raises(ConfigError, match="theta_simi = 0.9 must be below memory.theta_merge"):
         Config.load(None, ["memory.theta_merge=0.8", "memory.theta_simi=0.9"])
+    assert Config.load(None, ["memory.theta_merge=0.97"]).memory.theta_merge == 0.97
+    assert Config.load(None, ["memory.theta_simi=0.5"]).memory.theta_simi == 0.5
 
 
-def test_missing_and_invalid_toml(tmp_path):
+def test_missing_unreadable_and_invalid_files(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         Config.load(tmp_path / "none.toml")
     bad = tmp_path / "bad.toml"
     bad.write_text("[memory\n")
-    with pytest.raises(ConfigError, match="not valid TOML"):
+    with pytest.raises(ConfigError, match="is not valid TOML"):
         Config.load(bad)
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes('[run]\nenv = "caf\xe9"\n'.encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 16 is 0xe9\)"):
+        Config.load(latin)
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"#" * (MAX_CONFIG_BYTES + 1))
+    with pytest.raises(ConfigError, match="is larger than"):
+        Config.load(big)
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        Config.load(tmp_path)  # a directory
 
 
-def test_ablation_switches_reward_terms():
+def test_config_from_an_endless_device_is_refused():
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    with pytest.raises(ConfigError, match="is larger than"):
+        Config.load("/dev/zero")
+
+
+def test_effective_resolves_ablations_into_settings_and_leaves_the_original():
     c = Config.load(None, ["run.ablation=no_vlm_rewards"])
-    c.apply_ablation()
-    assert not c.rewards.use_progress and not c.rewards.use_semantic
-    assert c.rewards.use_state and c.rewards.use_novelty
+    e = c.effective()
+    assert not e.rewards.use_progress and not e.rewards.use_semantic
+    assert e.rewards.use_state and e.rewards.use_novelty
+    assert c.rewards.use_progress  # the original is unchanged
+    g = Config.load(None, ["run.ablation=no_graph"]).effective()
+    assert not g.rewards.use_state and not g.rewards.use_novelty and g.rewards.use_progress
+    s = Config.load(None, ["run.ablation=no_similarity"]).effective()
+    assert not s.memory.similarity_edges
+    assert e.effective() == e  # idempotent
+    e.validate()
 
 
 def test_change_floors_are_raised_above_idle_noise_never_lowered():
@@ -98,3 +310,11 @@ def test_change_floors_are_raised_above_idle_noise_never_lowered():
     cfg.desktop.noise_margin = 0.5
     with pytest.raises(ConfigError, match="noise_margin"):
         cfg.validate()
+
+
+def test_docs_config_table_is_generated_from_the_declarations():
+    text = DOC.read_text(encoding="utf-8")
+    assert splice(text, render_fields()) == text, "run: python -m kgagent.config_doc"
+    for spec in Config.specs():
+        assert f"| `{spec.name.split('.')[1]}` |" in text
+    assert "| `alpha` | `0.7` | a number in [0, 1] | paper: Eq. 1, §4 |" in text

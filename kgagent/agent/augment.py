@@ -1,4 +1,4 @@
-"""Bottom-up skill augmentation (SPEC: Skill augmentation).
+"""Bottom-up skill augmentation: the search for a new skill (Algorithm 1, lines 18-25).
 
 A candidate skill is a validated shorter skill (the *prefix*, empty for k = 1)
 plus one new atomic action. New atomic actions are tried in the papers' order:
@@ -11,7 +11,7 @@ plus one new atomic action. New atomic actions are tried in the papers' order:
   object, and single key presses from ``cfg.augment.keys``.
 
 Within a group the order is shuffled; operations already tried from this state
-after this prefix (remembered in the state's MCTS tree) come last, so repeated
+after this prefix (remembered in the state's statistics) come last, so repeated
 visits explore new actions instead of repeating dead ones. Actions on objects
 where the program just reacted (a prefix's effect, or at k = 1 the effect of the
 last action that changed the screen), away from where the agent acted, come
@@ -34,22 +34,23 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from kgagent.actions import Operation
 from kgagent.config import Config
-from kgagent.envs.base import Screen
-from kgagent.memory.models import Skill, UIObject
 from kgagent.perception.change import changed_regions, visual_change
+from kgagent.records import Skill, UIObject
 
-from .executor import CropLookup, Execution, HintLookup, OpResult, execute
-from .invocation import MctsStats
+from .executor import Execution, OpResult, execute
+from .inputs import InputStats, keyboard
+from .observation import Observation, Observer
+from .screen import Screen
+from .state_stats import StateStats
 
-#: Objects on a screen (segmented and registered in memory), for A2 after a prefix.
-ObjectsOn = Callable[[np.ndarray], list[UIObject]]
 
-
+@lru_cache(maxsize=1 << 16)
 def op_key(op: Operation) -> str:
     """A stable identity of an atomic operation (its display name excluded)."""
     d = op.to_dict()
@@ -67,17 +68,21 @@ def _inside(pt: tuple[int, int], bbox: tuple[int, int, int, int]) -> bool:
     return x <= pt[0] < x + w and y <= pt[1] < y + h
 
 
+#: A2's occasional actions on an object: (kind, wheel clicks); scrolls go up or down.
+_RARE = (("double_click", 0), ("right_click", 0), ("scroll", 3), ("scroll", -3))
+
+
 def object_actions(
     objects: Sequence[UIObject], rng: np.random.Generator, rare_prob: float
 ) -> list[Operation]:
-    """A2: a click on every object, plus occasional double/right clicks and drags."""
+    """A2: a click on every object, plus occasional double/right clicks, scrolls and drags."""
     clicks = [Operation("click", object_id=o.id, object_name=o.name or None) for o in objects]
     rng.shuffle(clicks)
     rare: list[Operation] = []
     for o in objects:
         if rng.random() < rare_prob:
-            kind = "double_click" if rng.random() < 0.5 else "right_click"
-            rare.append(Operation(kind, object_id=o.id, object_name=o.name or None))
+            kind, scroll = _RARE[int(rng.integers(len(_RARE)))]
+            rare.append(Operation(kind, object_id=o.id, object_name=o.name or None, scroll=scroll))
         if len(objects) > 1 and rng.random() < rare_prob:
             other = objects[int(rng.integers(len(objects)))]
             if other.id != o.id:
@@ -98,7 +103,7 @@ def residual_actions(
     cfg: Config,
     rng: np.random.Generator,
 ) -> list[Operation]:
-    """A3: clicks on grid-cell centres outside every recognised object, and key presses."""
+    """A3: clicks on grid-cell centres outside every recognised object, and the keyboard."""
     w, h = size
     n = max(1, cfg.augment.residual_grid)
     ops: list[Operation] = []
@@ -108,7 +113,8 @@ def residual_actions(
             if any(_inside(pt, o.bbox) for o in objects):
                 continue
             ops.append(Operation("click", point=pt))
-    ops.extend(Operation("key", key=k) for k in cfg.augment.keys)
+    a = cfg.augment
+    ops.extend(keyboard(a.key_groups, a.hotkeys, a.texts))
     rng.shuffle(ops)
     return ops
 
@@ -150,7 +156,13 @@ def read_reaction(
         return [], False
     regions: list[tuple[int, int, int, int]] = []
     marked = False
-    for r in changed_regions(before, after, cfg.perception.change_threshold):
+    for r in changed_regions(
+        before,
+        after,
+        cfg.perception.change_threshold,
+        grow=cfg.augment.focus_grow,
+        min_pixels=cfg.augment.focus_min_pixels,
+    ):
         if any(_inside(p, r) for p in acted):
             marked = True
         else:
@@ -176,7 +188,10 @@ def split_focus(
 
 
 def order_untried(ops: Sequence[Operation], tried: dict[str, float]) -> list[Operation]:
-    """Untried operations first (keeping their order), then tried ones by the change they caused."""
+    """Untried operations first, then tried ones by the change they caused.
+
+    (Without the program's input statistics; :func:`rank_candidates` ranks with them.)
+    """
     seen: set[str] = set()
     fresh: list[Operation] = []
     old: list[tuple[float, Operation]] = []
@@ -191,6 +206,56 @@ def order_untried(ops: Sequence[Operation], tried: dict[str, float]) -> list[Ope
             fresh.append(op)
     old.sort(key=lambda t: t[0])
     return fresh + [op for _, op in old]
+
+
+def rank_candidates(
+    first: Sequence[Operation],
+    rest: Sequence[Operation],
+    tried: dict[str, float],
+    inputs: InputStats,
+    rng: np.random.Generator,
+    *,
+    first_even_if_tried: bool = True,
+) -> list[Operation]:
+    """Candidates in the order to try them, from what the program has answered so far.
+
+    Two devices compete for every slot, keyboard and pointer: each slot goes to the one
+    with the higher draw from its response rate's posterior (Thompson sampling), so a
+    device the program answers gets most tries and neither is starved while its rate is
+    unknown, whatever the number of keys or objects. Within a device the order is:
+    ``first`` (actions where the program just reacted, a prefix's known continuations)
+    before ``rest``, and what this state (after this prefix) has not tried before what it
+    has — ``first`` counting more, unless ``first_even_if_tried`` is off — then a draw of
+    each input's own chance (:meth:`InputStats.sample`). Inputs that end the program are
+    left out.
+    """
+    seen: set[str] = set()
+    drawn: list[tuple[tuple[bool, bool], float, Operation]] = []
+    for group, ops in ((True, first), (False, rest)):
+        for op in ops:
+            k = op_key(op)
+            if k in seen or inputs.ends_program(op):
+                continue
+            seen.add(k)
+            order = (not group, k in tried) if first_even_if_tried else (k in tried, not group)
+            drawn.append((order, -inputs.sample(op, rng, k in tried), op))
+    drawn.sort(key=lambda t: (t[0], t[1]))
+    queues: dict[str, list[Operation]] = {}
+    for _, _, op in drawn:
+        queues.setdefault(_device(op), []).append(op)
+    for q in queues.values():
+        q.reverse()  # pop() from the end
+    out: list[Operation] = []
+    while queues:
+        device = max(sorted(queues), key=lambda d: inputs.sample_device(d, rng))
+        out.append(queues[device].pop())
+        if not queues[device]:
+            del queues[device]
+    return out
+
+
+def _device(op: Operation) -> str:
+    return "keyboard" if op.kind in ("key", "hotkey", "type") else "pointer"
 
 
 @dataclass
@@ -212,7 +277,7 @@ class AugmentResult:
 
 def choose_prefix(
     library: Sequence[Skill],
-    tree: MctsStats,
+    stats: StateStats,
     present: Callable[[str], bool],
     cfg: Config,
     rng: np.random.Generator,
@@ -227,52 +292,46 @@ def choose_prefix(
     ]
     if not options:
         return None
-    tries = np.array([len(tree.tried(s.id)) for s in options], dtype=float)
+    tries = np.array([len(stats.tried(s.id)) for s in options], dtype=float)
     best = np.flatnonzero(tries == tries.min())
     return options[int(rng.choice(best))]
 
 
 def augment(
     screen: Screen,
-    *,
-    objects: Sequence[UIObject],
-    objects_on: ObjectsOn,
-    tree: MctsStats,
+    obs: Observation,
+    observer: Observer,
+    stats: StateStats,
     library: Sequence[Skill],
-    crop_of: CropLookup,
-    present: Callable[[str], bool],
     cfg: Config,
     rng: np.random.Generator,
-    hint_of: HintLookup | None = None,
     previous: Skill | None = None,
-    follow_up: bool = False,
+    inputs: InputStats | None = None,
 ) -> AugmentResult:
     """Grow one skill bottom-up from the current screen (see the module docstring).
 
-    ``objects`` are the current state's objects (A2); ``objects_on`` segments a
-    screen reached after a prefix; ``present`` says whether an object is on the
-    current screen (prefix choice); ``tree`` is the state's MCTS statistics, whose
-    record of tried operations is updated in place (the caller stores it).
-    ``previous`` is the validated skill whose execution made the current screen,
-    if the caller knows one: an operation found where that execution made the
-    program react is its follow-up, kept as ``previous`` + the operation.
-    ``follow_up``: search for that follow-up (k = 1, where the program reacted
-    first), never a longer skill from a prefix of the library.
+    ``obs`` is the current screen with its objects (A2) and its "is this object on
+    screen" test (prefix choice); ``observer`` grounds objects and segments a screen
+    reached after a prefix. ``stats`` are the state's statistics, whose record of
+    tried operations is updated in place (the caller stores it). ``previous`` is the
+    validated skill whose execution made the current screen, if the caller knows one:
+    an operation found where that execution made the program react is its follow-up,
+    kept as ``previous`` + the operation. ``inputs``: the program's answers so far, which
+    rank untried candidates and learn from every try (updated in place).
     """
+    objects, present = obs.objects, obs.present
     start = screen.observe()
     size = (start.shape[1], start.shape[0])
     base = object_actions(objects, rng, cfg.augment.rare_action_prob) + residual_actions(
         size, objects, cfg, rng
     )
-    tried_here = tree.tried("")
-    untried_share = (
-        sum(1 for op in base if op_key(op) not in tried_here) / len(base) if base else 0.0
-    )
+    tried_here = stats.tried("")
+    untried_share = _untried_share(base, tried_here, inputs)
     prefix: Skill | None = None
     near_keys: set[str] = set()
     selection = False  # the previous skill left a selection open (its element reacted)
-    if not follow_up and cfg.augment.k_max > 1 and rng.random() >= untried_share:
-        prefix = choose_prefix(library, tree, present, cfg, rng)
+    if cfg.augment.k_max > 1 and rng.random() >= untried_share:
+        prefix = choose_prefix(library, stats, present, cfg, rng)
 
     all_ops: list[OpResult] = []
     tried_log: list[tuple[str, float]] = []
@@ -290,11 +349,19 @@ def augment(
             focus, selection = read_reaction(reaction[0], start, reaction[1].points(), cfg)
         near, rest = split_focus(base, objects, focus)
         near_keys = {op_key(op) for op in near}
-        candidates = order_untried(near, tried_here) + order_untried(rest, tried_here)
+        if inputs is None:
+            candidates = order_untried(near, tried_here) + order_untried(rest, tried_here)
+        elif reaction is not None and reaction[1].points():
+            # The program answered the pointer, here: its reaction's places come first.
+            candidates = rank_candidates([], near, tried_here, inputs, rng) + rank_candidates(
+                [], rest, tried_here, inputs, rng
+            )
+        else:
+            candidates = rank_candidates(near, rest, tried_here, inputs, rng)
         prefix_key = ""
     else:
         k = len(prefix.operations) + 1
-        pre = execute(prefix.operations, screen, crop_of, cfg, hint_of)
+        pre = execute(prefix.operations, screen, observer, cfg)
         all_ops.extend(pre.ops)
         actions += pre.actions
         if not pre.ok or pre.change < cfg.augment.min_change or screen.done:
@@ -311,7 +378,7 @@ def augment(
             )
         prefix_ops = list(prefix.operations)
         after_prefix = screen.observe()
-        objs = objects_on(after_prefix)
+        objs = observer.segment(after_prefix)
         a1 = [s.operations[0] for s in library if s.status == "active" and len(s.operations) == 1]
         rng.shuffle(a1)  # type: ignore[arg-type]
         a2 = object_actions(objs, rng, cfg.augment.rare_action_prob)
@@ -323,13 +390,24 @@ def augment(
         focus = reaction_focus(start, after_prefix, acted, cfg)
         near, rest = split_focus(a2, objs, focus)
         prefix_key = prefix.id
-        candidates = order_untried(near + a1 + rest + a3, tree.tried(prefix_key))
+        tried_after = stats.tried(prefix_key)
+        if inputs is None:
+            candidates = order_untried(near + a1 + rest + a3, tried_after)
+        elif acted and near:
+            # The prefix clicked and the program reacted elsewhere: look there first.
+            candidates = rank_candidates([], near, tried_after, inputs, rng) + rank_candidates(
+                a1, rest + a3, tried_after, inputs, rng, first_even_if_tried=False
+            )
+        else:
+            candidates = rank_candidates(
+                near + a1, rest + a3, tried_after, inputs, rng, first_even_if_tried=False
+            )
 
     budget = cfg.augment.candidates_per_length
     for op in candidates:
         if budget <= 0 or screen.done:
             break
-        ex = execute([op], screen, crop_of, cfg, hint_of)
+        ex = execute([op], screen, observer, cfg)
         all_ops.extend(ex.ops)
         actions += ex.actions
         if ex.actions == 0:
@@ -337,7 +415,13 @@ def augment(
             continue
         budget -= 1
         tried_log.append((op.describe(), ex.change))
-        tree.mark_tried(prefix_key, op_key(op), ex.change)
+        stats.mark_tried(prefix_key, op_key(op), ex.change)
+        if screen.done:  # the program ended: the episode is over, nothing to keep
+            if inputs is not None:
+                inputs.record_end(op)
+            break
+        if inputs is not None:
+            inputs.record(op, ex.change >= cfg.augment.min_change)
         if ex.change >= cfg.augment.min_change:
             # Stop at the first recognisable effect. (A new state implies a change
             # far above min_change, so Δ alone decides.)
@@ -382,6 +466,21 @@ def augment(
         tried=tried_log,
         actions=actions,
     )
+
+
+def _untried_share(
+    ops: Sequence[Operation], tried: dict[str, float], inputs: InputStats | None
+) -> float:
+    """The share of a state's single actions not tried yet, each weighed by its chance to answer.
+
+    k grows as the short search space of a state gets used up; inputs the program is known
+    not to answer hardly count, so a hundred dead keys do not hold k at 1 forever.
+    """
+    if not ops:
+        return 0.0
+    weight = [inputs.response(op) if inputs is not None else 1.0 for op in ops]
+    untried = sum(w for op, w in zip(ops, weight) if op_key(op) not in tried)
+    return untried / sum(weight)
 
 
 def combine(

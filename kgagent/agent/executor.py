@@ -4,29 +4,87 @@ A pointer operation on a UI object is grounded first: the object's reference
 crop is template-matched on the *current* screen and the centre of the best
 match is used. A match below threshold means the object is absent and the
 skill is aborted right there with a grounding error; it is never clicked
-blindly at a remembered position (SPEC: Environment IO).
+blindly at a remembered position (docs/agent.md, "Grounding").
+
+An object that shows text (a label) and whose crop no longer matches (re-rendered,
+resized, moved) is looked for by its text on the current screen instead, when the
+lookup can (:meth:`~kgagent.agent.observation.Observer.ground_text`); a label that is
+not on the screen is absent too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from kgagent.actions import Action, Operation
 from kgagent.config import Config
-from kgagent.envs.base import Screen
 from kgagent.errors import ActionRefused, GroundingError
 from kgagent.perception.base import GroundResult
 from kgagent.perception.change import visual_change
-from kgagent.perception.grounding import ground
+from kgagent.perception.grounding import TextGround, ground
 
-#: Returns an object's reference crop (RGB); the loop passes a cached ``Memory.object_crop``.
-CropLookup = Callable[[str], np.ndarray]
-#: Returns where an object was last seen (x, y, w, h), or None: a place to look first.
-HintLookup = Callable[[str], "tuple[int, int, int, int] | None"]
+from .screen import Screen
+
+
+class ObjectLookup(Protocol):
+    """What grounding needs to know of a remembered UI object."""
+
+    def crop(self, object_id: str) -> np.ndarray:
+        """The object's reference crop (RGB); raises if memory has none."""
+        ...
+
+    def hint(self, object_id: str) -> tuple[int, int, int, int] | None:
+        """Where the object was first seen (x, y, w, h): grounding looks there first."""
+        ...
+
+
+def ground_by_text(objects: ObjectLookup, object_id: str, image: np.ndarray) -> TextGround | None:
+    """The lookup's grounding by text (``ground_text``), when it has one and the object a label.
+
+    Optional on purpose: a lookup that cannot read (a test double, a reader switched
+    off) grounds by crop alone, as without text.
+    """
+    by_text = getattr(objects, "ground_text", None)
+    if by_text is None:
+        return None
+    return by_text(object_id, image)
+
+
+def _contradicted(
+    objects: ObjectLookup, object_id: str, image: np.ndarray, g: GroundResult
+) -> bool:
+    """Whether the text where the crop matched names another control (``contradicts``)."""
+    check = getattr(objects, "contradicts", None)
+    return bool(check is not None and g.bbox is not None and check(object_id, image, g.bbox))
+
+
+def ground_operand(
+    object_id: str,
+    crop: np.ndarray,
+    image: np.ndarray,
+    objects: ObjectLookup,
+    cfg: Config,
+    *,
+    scales: Sequence[float] | None = None,
+    by_text: bool = True,
+) -> tuple[GroundResult, TextGround | None]:
+    """The object's crop matched on ``image``, checked and completed by its text.
+
+    A crop match where the screen shows another control's text is no match (two buttons
+    of one style); when the crop does not match and ``by_text``, the object's label is
+    looked for instead. Returns the crop's result and the text's (``None`` when not
+    consulted).
+    """
+    g = ground_object(crop, image, cfg, objects.hint(object_id), scales=scales)
+    if g.found and not _contradicted(objects, object_id, image, g):
+        return g, None
+    if g.found:  # matched another control: the crop's evidence is void
+        g = GroundResult(False, g.score, scale=g.scale)
+    return g, ground_by_text(objects, object_id, image) if by_text else None
 
 
 def ground_object(
@@ -81,13 +139,17 @@ class OpResult:
         return {
             "op": self.operation.to_dict(),
             "action": self.action.to_dict() if self.action else None,
-            "grounding": [
-                {"found": g.found, "score": round(g.score, 4), "point": g.point}
-                for g in self.grounding
-            ],
+            "grounding": [_ground_dict(g) for g in self.grounding],
             "change": round(self.change, 6),
             "error": self.error,
         }
+
+
+def _ground_dict(g: GroundResult) -> dict[str, Any]:
+    d: dict[str, Any] = {"found": g.found, "score": round(g.score, 4), "point": g.point}
+    if isinstance(g, TextGround):
+        d["text"] = g.text  # found (or not) by its label, not its crop
+    return d
 
 
 @dataclass
@@ -112,39 +174,39 @@ def _pointer_target(
     op_object: str | None,
     point: tuple[int, int] | None,
     image: np.ndarray,
-    crop_of: CropLookup,
+    objects: ObjectLookup,
     cfg: Config,
     name: str | None,
-    hint_of: HintLookup | None,
 ) -> tuple[tuple[int, int], GroundResult | None]:
     """Pixel position of an operand: grounded object centre, or the residual raw point."""
     if op_object is not None:
         try:
-            crop = crop_of(op_object)
+            crop = objects.crop(op_object)
         except Exception as e:  # a crop missing from memory is an absent object
             raise GroundingError(f"object {name or op_object} has no reference crop: {e}") from e
-        g = ground_object(crop, image, cfg, hint_of(op_object) if hint_of else None)
-        if not g.found or g.point is None:
-            raise _Ungrounded(g, name or op_object, cfg.perception.grounding_threshold)
-        return g.point, g
+        g, t = ground_operand(op_object, crop, image, objects, cfg)
+        if g.found and g.point is not None:
+            return g.point, g
+        if t is not None and t.found and t.point is not None:
+            return t.point, t
+        raise _Ungrounded(g, name or op_object, cfg.perception.grounding_threshold, t)
     assert point is not None  # Operation validates that one of the two is set
     return (int(point[0]), int(point[1])), None
 
 
 class _Ungrounded(GroundingError):
-    def __init__(self, result: GroundResult, name: str, threshold: float) -> None:
-        super().__init__(
-            f"{name} not found on screen (best match {result.score:.2f} < {threshold:.2f})"
-        )
+    def __init__(
+        self, result: GroundResult, name: str, threshold: float, text: TextGround | None = None
+    ) -> None:
+        why = f"best match {result.score:.2f} < {threshold:.2f}"
+        if text is not None:
+            why += f"; its text {text.text!r} is not on screen"
+        super().__init__(f"{name} not found on screen ({why})")
         self.result = result
 
 
 def to_action(
-    op: Operation,
-    image: np.ndarray,
-    crop_of: CropLookup,
-    cfg: Config,
-    hint_of: HintLookup | None = None,
+    op: Operation, image: np.ndarray, objects: ObjectLookup, cfg: Config
 ) -> tuple[Action, list[GroundResult]]:
     """Ground ``op`` on ``image`` and return the concrete action (raises GroundingError)."""
     grounds: list[GroundResult] = []
@@ -152,15 +214,11 @@ def to_action(
         return Action(op.kind, key=op.key), grounds
     if op.kind == "type":
         return Action("type", text=op.text), grounds
-    (x, y), g = _pointer_target(
-        op.object_id, op.point, image, crop_of, cfg, op.object_name, hint_of
-    )
+    (x, y), g = _pointer_target(op.object_id, op.point, image, objects, cfg, op.object_name)
     if g is not None:
         grounds.append(g)
     if op.kind == "drag":
-        (x2, y2), g2 = _pointer_target(
-            op.object_id2, op.point2, image, crop_of, cfg, op.object_id2, hint_of
-        )
+        (x2, y2), g2 = _pointer_target(op.object_id2, op.point2, image, objects, cfg, op.object_id2)
         if g2 is not None:
             grounds.append(g2)
         return Action("drag", x=x, y=y, x2=x2, y2=y2), grounds
@@ -170,11 +228,7 @@ def to_action(
 
 
 def execute(
-    operations: Sequence[Operation],
-    screen: Screen,
-    crop_of: CropLookup,
-    cfg: Config,
-    hint_of: HintLookup | None = None,
+    operations: Sequence[Operation], screen: Screen, objects: ObjectLookup, cfg: Config
 ) -> Execution:
     """Run ``operations`` in order; stop at the first grounding failure or refused action.
 
@@ -195,7 +249,7 @@ def execute(
         res = OpResult(operation=op)
         results.append(res)
         try:
-            action, grounds = to_action(op, current, crop_of, cfg, hint_of)
+            action, grounds = to_action(op, current, objects, cfg)
         except _Ungrounded as e:
             res.grounding.append(e.result)
             res.error = str(e)
@@ -227,22 +281,21 @@ def execute(
     )
 
 
-def object_present(
-    object_id: str,
-    image: np.ndarray,
-    crop_of: CropLookup,
-    cfg: Config,
-    hint_of: HintLookup | None = None,
-) -> bool:
-    """Whether an object's reference crop grounds on ``image`` (Eq. 6's penalty, prefixes).
+def object_present(object_id: str, image: np.ndarray, objects: ObjectLookup, cfg: Config) -> bool:
+    """Whether an object's reference crop grounds on ``image`` (Eq. 6's penalty, prefixes),
+    where the text there does not name another control (:func:`ground_operand`).
 
     Only the native scale is searched: this is asked for every object of
     every candidate skill, and a rescaled UI is the exception. Execution
-    itself (:func:`execute`) still searches every configured scale.
+    itself (:func:`execute`) still searches every configured scale, and the text.
+
+    Not by text alone: an object's look carries its state (a highlighted, a greyed
+    control), and the same text on a control in another state is not where the skill
+    that learned it can start (measured: docs/perception.md, "Reading").
     """
     try:
-        crop = crop_of(object_id)
+        crop = objects.crop(object_id)
     except Exception:
         return False
-    hint = hint_of(object_id) if hint_of else None
-    return bool(ground_object(crop, image, cfg, hint, scales=(1.0,)).found)
+    g, _ = ground_operand(object_id, crop, image, objects, cfg, scales=(1.0,), by_text=False)
+    return g.found

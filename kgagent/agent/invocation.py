@@ -8,10 +8,8 @@ lets an "explore" arm compete with the skills: sampling it (or its mass
 exceeding the exploration dominance trigger) sends the step to augmentation.
 
 Everything here is a pure function of its inputs plus a random generator, so
-each equation is testable with hand-computed numbers. The per-state MCTS
-statistics (:class:`MctsStats`) are a small JSON tree stored with
-``Memory.put_mcts``; unlike the published code, its values and visits really
-are updated after every execution.
+each equation is testable with hand-computed numbers. The explore arm's per-state
+visits come from :class:`~kgagent.agent.state_stats.StateStats`.
 """
 
 from __future__ import annotations
@@ -19,15 +17,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from kgagent.config import InvocationConfig
-from kgagent.memory.models import HQCandidate, Skill
+from kgagent.records import HQCandidate, Skill
 
-#: Arm id of the exploration option in cluster invocation and in the MCTS tree.
-EXPLORE = "explore"
+from .state_stats import EXPLORE
 
 
 # --------------------------------------------------------------------------- stage 1: SA-KG
@@ -109,6 +105,13 @@ def can_start(skill: Skill, present: Callable[[str], bool]) -> bool:
     if not skill.operations:
         return False
     return all(present(o) for o in skill.operations[0].object_ids())
+
+
+def can_act(skill: Skill, present: Callable[[str], bool]) -> bool:
+    """The pre-filter both stages share: not all of the skill's objects are missing, and
+    its first operation can start (:func:`can_start`)."""
+    ids = skill.object_ids()
+    return not (ids and not any(present(o) for o in ids)) and can_start(skill, present)
 
 
 def prefilter(
@@ -245,68 +248,3 @@ def choose_in_cluster(
         scores=[float(x) for x in scores],
         probabilities=[float(x) for x in p],
     )
-
-
-# --------------------------------------------------------------------------- MCTS statistics
-class MctsStats:
-    """Per-state search statistics: root = the state, children = skills and the explore arm.
-
-    Each child keeps visits ``n`` and total value ``w`` (so ``q = w / n``); the
-    root keeps its total visits. The explore arm also remembers which atomic
-    operations augmentation already tried from this state, per prefix skill,
-    with the change they caused, so that augmentation does not retry the same
-    dead click forever. Serialised as plain JSON (never pickled).
-    """
-
-    VERSION = 1
-
-    def __init__(self, data: dict[str, Any] | None = None) -> None:
-        data = data if isinstance(data, dict) else {}
-        self.visits: int = int(data.get("visits", 0))
-        self.children: dict[str, dict[str, Any]] = {}
-        for arm, c in (data.get("children") or {}).items():
-            if isinstance(c, dict):
-                child: dict[str, Any] = {"n": int(c.get("n", 0)), "w": float(c.get("w", 0.0))}
-                if isinstance(c.get("tried"), dict):
-                    child["tried"] = {
-                        str(k): {str(op): float(d) for op, d in v.items()}
-                        for k, v in c["tried"].items()
-                        if isinstance(v, dict)
-                    }
-                self.children[str(arm)] = child
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any] | None) -> MctsStats:
-        return cls(data)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"version": self.VERSION, "visits": self.visits, "children": self.children}
-
-    def _child(self, arm: str) -> dict[str, Any]:
-        return self.children.setdefault(arm, {"n": 0, "w": 0.0})
-
-    def record(self, arm: str, value: float) -> None:
-        """Back up one execution's R_total: root and child visits +1, child value += R."""
-        self.visits += 1
-        c = self._child(arm)
-        c["n"] += 1
-        c["w"] += float(value)
-
-    def n(self, arm: str) -> int:
-        c = self.children.get(arm)
-        return int(c["n"]) if c else 0
-
-    def q(self, arm: str) -> float:
-        c = self.children.get(arm)
-        return float(c["w"]) / c["n"] if c and c["n"] else 0.0
-
-    def forget(self, arm: str) -> None:
-        """Drop a pruned skill's child (its statistics no longer mean anything)."""
-        self.children.pop(arm, None)
-
-    def tried(self, prefix: str = "") -> dict[str, float]:
-        """Atomic operations already tried by augmentation after ``prefix`` (skill id, '' = none)."""
-        return self._child(EXPLORE).setdefault("tried", {}).setdefault(prefix, {})
-
-    def mark_tried(self, prefix: str, op_key: str, change: float) -> None:
-        self.tried(prefix)[op_key] = float(change)

@@ -1,4 +1,4 @@
-"""The implicit reward of SPEC Eq. 9–11 and the bounded fitness update.
+"""The implicit reward of the papers' Eq. 9–11 and the bounded fitness update.
 
 No reward comes from the program being operated. Every term is computed by the
 agent from what it saw: the brain's two judgements (``R_progress``,
@@ -47,15 +47,6 @@ def novelty_reward(created: bool, cfg: RewardConfig) -> float:
     skills that actively lower the state potential.
     """
     return cfg.novel_new if created else cfg.novel_known
-
-
-def state_reward(v_before: float, v_after: float) -> float:
-    """Eq. 10: ``R_state = V_S(v_j) − V_S(v_i)`` with ``V_S`` the sum of outgoing skill-edge weights.
-
-    Rewards moving towards states from which the agent knows more useful
-    skills (a one-step, Bellman-like potential difference).
-    """
-    return float(v_after) - float(v_before)
 
 
 def judgement_terms(j: Judgement | None, cfg: RewardConfig) -> tuple[float, float]:

@@ -45,7 +45,9 @@ def make_brain(cfg: BrainConfig, *, seed: int = 0, log: Callable[[str], None] = 
 
     An endpoint counts as configured when ``cfg.base_url`` is set (a local
     server needs no key) or the key variable ``cfg.api_key_env`` is non-empty
-    (the SDK's default OpenAI URL is used). ``log`` hears once which brain runs.
+    (the SDK's default OpenAI URL is used). ``log`` hears once which brain runs,
+    and later what a user should know about the endpoint (a refused answer mode,
+    estimated tokens, a pause of the circuit breaker).
     """
     if cfg.kind not in KINDS:
         raise ConfigError(f"brain.kind must be one of {', '.join(KINDS)}, not {cfg.kind!r}")
@@ -60,8 +62,13 @@ def make_brain(cfg: BrainConfig, *, seed: int = 0, log: Callable[[str], None] = 
         from kgagent.brain.vlm import VLMBrain  # the openai SDK only when it is used
 
         where = cfg.base_url or "the OpenAI API"
-        log(f"brain: vlm, model {cfg.model} at {where}")
-        return VLMBrain(cfg)
+        brain = VLMBrain(cfg, log=log)
+        price = brain.chat
+        log(
+            f"brain: vlm, model {cfg.model} at {where} (${price.price_in:g} / "
+            f"${price.price_out:g} per million tokens in / out, from {price.price_source})"
+        )
+        return brain
     from kgagent.brain.offline import OfflineBrain
 
     if cfg.kind == "auto":

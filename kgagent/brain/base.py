@@ -3,9 +3,11 @@
 Two implementations: :mod:`kgagent.brain.vlm` (any OpenAI-compatible endpoint
 through the ``openai`` SDK) and :mod:`kgagent.brain.offline` (deterministic,
 game-agnostic, visual signals only). The agent loop talks only to
-:class:`Brain`. A brain never raises on a bad reply: a failed judgement is
-returned as ``None`` fields / ``None`` results, and the loop treats it as "no".
-Only :class:`kgagent.errors.BudgetExceeded` escapes, to stop a run cleanly.
+:class:`Brain`. A brain never raises on a bad reply: the VLM brain answers a
+role it could not get from its endpoint with the offline brain's answer and
+says so in a note (:meth:`Brain.take_notes`), which the loop writes into the
+step record. Only :class:`kgagent.errors.BudgetExceeded` escapes, to stop a
+run cleanly.
 """
 
 from __future__ import annotations
@@ -92,16 +94,31 @@ class ClusterAssignment:
 
 @dataclass
 class Usage:
-    calls: int = 0
-    failed_calls: int = 0
+    """Running totals of a brain; ``usage - earlier_copy`` is what one step used."""
+
+    calls: int = 0  # role calls
+    failed_calls: int = 0  # role calls the endpoint could not answer (answered offline)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
     requests: int = 0  # HTTP requests sent, retries included (``calls`` counts roles)
+    #: of ``prompt_tokens + completion_tokens``, how many are estimates (the reply had
+    #: no ``usage``; see :mod:`kgagent.brain.pricing`)
+    estimated_tokens: int = 0
+    #: role calls answered by the offline rules without a request: the endpoint failed,
+    #: its circuit breaker was open, or the answer was known (nothing changed)
+    offline_calls: int = 0
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def copy(self) -> Usage:
+        return Usage(**vars(self))
+
+    def __sub__(self, other: Usage) -> Usage:
+        """What was used since ``other`` (an earlier copy of the same running totals)."""
+        return Usage(**{k: v - getattr(other, k) for k, v in vars(self).items()})
 
 
 class Brain(ABC):
@@ -110,25 +127,35 @@ class Brain(ABC):
     name: str = "brain"
 
     def __init__(self) -> None:
-        self.usage = Usage()
-        self._drained = Usage()
+        self.usage = Usage()  # running totals; the loop logs ``usage - copy`` per step
+        self._notes: list[str] = []
+        self._dropped_notes = 0
 
-    def drain_step_usage(self) -> Usage:
-        """Usage since the previous drain, so the loop can log tokens and cost per step.
+    #: notes kept between two :meth:`take_notes` (a caller that never takes them
+    #: must not grow memory without bound); the rest are counted
+    MAX_NOTES = 100
 
-        The running totals stay in :attr:`usage`; this only moves a mark.
+    def note(self, text: str) -> None:
+        """Record one line about how a role was answered (a degradation, a pause)."""
+        notes = self.__dict__.setdefault("_notes", [])
+        if len(notes) < self.MAX_NOTES:
+            notes.append(" ".join(str(text).split()))
+        else:
+            self._dropped_notes = getattr(self, "_dropped_notes", 0) + 1
+
+    def take_notes(self) -> list[str]:
+        """The notes since the previous call, oldest first; the list is cleared.
+
+        The loop calls it once per step and stores the lines in the step record
+        (``brain_notes``), so a reader of the log sees which answers did not come
+        from the configured model. A brain that never degrades returns ``[]``.
         """
-        u, m = self.usage, self._drained
-        delta = Usage(
-            calls=u.calls - m.calls,
-            failed_calls=u.failed_calls - m.failed_calls,
-            prompt_tokens=u.prompt_tokens - m.prompt_tokens,
-            completion_tokens=u.completion_tokens - m.completion_tokens,
-            cost_usd=u.cost_usd - m.cost_usd,
-            requests=u.requests - m.requests,
-        )
-        self._drained = Usage(**vars(u))
-        return delta
+        notes = list(getattr(self, "_notes", None) or [])
+        dropped = getattr(self, "_dropped_notes", 0)
+        if dropped:
+            notes.append(f"(and {dropped} more notes like these)")
+        self._notes, self._dropped_notes = [], 0
+        return notes
 
     @abstractmethod
     def describe_skill(self, operations: list[Operation], tr: Transition) -> SkillText | None:

@@ -10,8 +10,12 @@ Role by role (thresholds are :class:`~kgagent.config.BrainConfig` fields):
 
 * ``describe_skill``: meaningful iff something changed (Δ > ``offline_min_change``,
   or the after-state differs from the before-state, or it is new to the graph).
-  The name is the operations, the kind of effect, and a short hash of both;
-  the description states the measured effect.
+  The skill is named from what it acts on, as a person would: its last operation after
+  the ones before it, objects by their names (their text in quotes when they show
+  text: ``press 1 after click "Open"``), keys by theirs. When the last operation acts
+  on nothing that shows text and the loop passed the text read on the two screens
+  (``View.labels``), the first label that appeared is added (``press e -> "Settings"``). The description states the
+  measured effect and the text that appeared or vanished.
 * ``evaluate``: progressive iff something changed and the after-screen is new in
   this episode: its state was not visited earlier in the episode, or the screen is a
   configuration not seen before in the episode even though it merged into a known
@@ -19,6 +23,9 @@ Role by role (thresholds are :class:`~kgagent.config.BrainConfig` fields):
   (after − before) points the same way as the mean of the skill's newest
   ``offline_effect_window`` past effects (cosine ≥ ``offline_consistency_cos``);
   with no usable past effect, consistent iff something changed.
+  With ``offline_text_progress`` (off by default: measured in docs/perception.md,
+  "Reading", it did not help) and labels passed for both screens, progress also needs
+  the text on screen to have changed (:func:`text_changed`).
 * ``choose_cluster``: the cluster with the highest cosine between the current
   feature and any of its states' features, if ≥ ``offline_cluster_cos``.
 * ``refine_skill``: the description rewritten from the latest measurement;
@@ -34,9 +41,6 @@ change any answer; it is accepted for the same constructor as other brains.
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 import numpy as np
 
 from kgagent.actions import Operation
@@ -50,21 +54,15 @@ from kgagent.brain.base import (
     Transition,
     View,
 )
-from kgagent.brain.prompts import operations_text
+from kgagent.brain.prompts import clip, operations_text, skill_phrase
+from kgagent.brain.relevance import unit
 from kgagent.config import BrainConfig
+from kgagent.records import control_key, label_key, names_control
 
 _EPS = 1e-9
 
 
-def _unit(v: np.ndarray | None) -> np.ndarray | None:
-    """``v`` normalised, or ``None`` when it is missing, zero or not finite."""
-    if v is None:
-        return None
-    a = np.asarray(v, dtype=np.float64).ravel()
-    n = float(np.linalg.norm(a))
-    if a.size == 0 or not np.isfinite(n) or n < _EPS:
-        return None
-    return a / n
+_unit = unit  # ``v`` normalised, or None when it is missing, zero or not finite
 
 
 def _unit_rows(x: np.ndarray | None, dim: int) -> np.ndarray | None:
@@ -102,8 +100,42 @@ def _score(cosines: np.ndarray) -> float:
     return round(float(np.max(cosines)), 6)
 
 
-def _short_hash(*parts: str) -> str:
-    return hashlib.sha1("|".join(parts).encode("utf-8")).hexdigest()[:6]
+#: Labels named in a description (appeared, vanished): a description is a sentence.
+_DESCRIBED_LABELS = 3
+
+
+def _labels(view: View) -> list[str]:
+    """The text read on a screen, when the loop passed it (``View.labels``)."""
+    return [str(x) for x in (getattr(view, "labels", None) or ())]
+
+
+def text_change(tr: Transition) -> tuple[list[str], list[str]]:
+    """(appeared, vanished): labels on one screen of the transition and not on the other,
+    in screen order. Compared by their letters (:func:`~kgagent.records.control_key`): a
+    label whose number changed ("Level 2" → "Level 3") neither appeared nor vanished."""
+    before = [x for x in _labels(tr.before) if names_control(x)]
+    after = [x for x in _labels(tr.after) if names_control(x)]
+    kb, ka = {control_key(x) for x in before}, {control_key(x) for x in after}
+    appeared = [x for x in after if control_key(x) not in kb]
+    return appeared, [x for x in before if control_key(x) not in ka]
+
+
+def text_changed(tr: Transition) -> bool | None:
+    """Whether the text on screen changed (a label appeared or vanished, a number on one
+    changed); ``None`` when the loop passed no labels for either screen."""
+    before, after = _labels(tr.before), _labels(tr.after)
+    if not before and not after:
+        return None
+    return {label_key(x) for x in before} != {label_key(x) for x in after}
+
+
+def _shows_text(op: Operation) -> bool:
+    """Whether an operand is called by its text (object names are quoted labels then)."""
+    return bool(op.object_name) and op.object_name.startswith('"')
+
+
+def _quoted(labels: list[str]) -> str:
+    return ", ".join(f'"{clip(x, 40)}"' for x in labels[:_DESCRIBED_LABELS])
 
 
 class OfflineBrain(Brain):
@@ -117,7 +149,7 @@ class OfflineBrain(Brain):
         self.seed = seed
 
     # ---------------------------------------------------------------- signals
-    def _changed(self, tr: Transition) -> bool:
+    def changed(self, tr: Transition) -> bool:
         """Something happened: visible change, another state, or a new one."""
         return (
             tr.change > self.cfg.offline_min_change
@@ -150,7 +182,7 @@ class OfflineBrain(Brain):
         past = [e for e in past if e.size == dim]
         mean = _unit(np.mean(past, axis=0)) if past else None
         if mean is None:  # no expectation yet: any real change is "as described"
-            return self._changed(tr), None, len(past)
+            return self.changed(tr), None, len(past)
         e = _unit(effect)
         if e is None:  # the skill is known to move the features, and this time it did not
             return False, 0.0, len(past)
@@ -160,23 +192,27 @@ class OfflineBrain(Brain):
     # ------------------------------------------------------------------ roles
     def describe_skill(self, operations: list[Operation], tr: Transition) -> SkillText | None:
         self.usage.calls += 1
-        if not self._changed(tr):
+        if not self.changed(tr):
             return None  # SPEC: operations that change nothing are never kept
         ops = operations_text(operations)
-        tag = _short_hash(
-            json.dumps([op.to_dict() for op in operations], sort_keys=True), tr.after.state_id
-        )
         where = self._where(tr)
-        name = f"{ops} -> {where} #{tag}"
+        appeared, vanished = text_change(tr)
+        name = skill_phrase(operations)
+        if appeared and not _shows_text(operations[-1]):
+            name = f'{name} -> "{clip(appeared[0], 40)}"'
         description = (
             f"{ops}: changes {tr.change:.1%} of the screen and leads to the {where} "
             f"(state {tr.after.state_id})."
         )
+        if appeared:
+            description += f" Shows {_quoted(appeared)}."
+        if vanished:
+            description += f" Hides {_quoted(vanished)}."
         return SkillText(name, description)
 
     def evaluate(self, skill: SkillView, tr: Transition) -> Judgement:
         self.usage.calls += 1
-        changed = self._changed(tr)
+        changed = self.changed(tr)
         progressive = bool(changed and (tr.new_in_episode or tr.new_screen_in_episode))
         consistent, cos, n = self._consistency(skill, tr)
         cos_text = "n/a" if cos is None else f"{cos:.3f}"
@@ -185,6 +221,10 @@ class OfflineBrain(Brain):
             f"new_screen_in_episode={tr.new_screen_in_episode} "
             f"effect_cos={cos_text} over {n} past effect(s)"
         )
+        read = text_changed(tr)
+        if read is not None and getattr(self.cfg, "offline_text_progress", False):
+            progressive = progressive and read
+            reason += f" text_changed={read}"
         return Judgement(bool(consistent), progressive, reason)
 
     def choose_cluster(self, view: View, clusters: list[ClusterView]) -> str | None:
@@ -204,7 +244,7 @@ class OfflineBrain(Brain):
 
     def refine_skill(self, skill: SkillView, tr: Transition) -> SkillText | None:
         self.usage.calls += 1
-        if not self._changed(tr):
+        if not self.changed(tr):
             return None  # nothing measured this time: nothing to add
         consistent, cos, n = self._consistency(skill, tr)
         if n == 0:

@@ -1,12 +1,15 @@
-"""Prompts and tool schemas for the VLM roles, written once for every vendor.
+"""Prompts and JSON schemas for the VLM roles, written once for every vendor.
 
 The published Bottom-Up Agent code wrote each tool schema twice, once per
-vendor; here every role has exactly one JSON schema, sent as an OpenAI-style
-function tool (the format vLLM, Ollama and llama.cpp server also accept) and
-used again to validate what comes back.
+vendor; here every role has exactly one JSON schema. It is sent in whichever
+form the endpoint accepts (:mod:`kgagent.brain.client`): as an OpenAI-style
+function tool, as a JSON-schema ``response_format``, or as the shape stated in
+the prompt; and it is used again to validate what comes back.
 
 The prompts know nothing about any particular program: the agent starts with
 no name, rules or goal, so the model is told only what the agent measured.
+Lists in prompts are bounded (:func:`cluster_line`, :func:`clip`): the brain
+chooses which clusters and skills to offer, these functions keep each line short.
 """
 
 from __future__ import annotations
@@ -136,14 +139,55 @@ def forced_choice(name: str) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name}}
 
 
+def response_format(name: str) -> dict[str, Any]:
+    """``response_format`` asking for JSON that follows the role's schema (not strict:
+    OpenAI's strict mode forbids optional keys and ``minLength``; the reply is
+    validated here anyway)."""
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": SCHEMAS[name]}}
+
+
+def _shape(schema: dict[str, Any]) -> str:
+    """A JSON skeleton of a schema, for a model that sees no schema."""
+    t = schema.get("type")
+    if t == "object":
+        props = schema.get("properties", {})
+        return "{" + ", ".join(f'"{k}": {_shape(v)}' for k, v in props.items()) + "}"
+    if t == "array":
+        return "[" + _shape(schema.get("items", {})) + ", ...]"
+    out = []
+    for tt in [t] if isinstance(t, str) else list(t or []):
+        if tt == "boolean":
+            out.append("true|false")
+        elif tt == "null":
+            out.append("null")
+        elif tt in ("integer", "number"):
+            out.append("<number>")
+        else:
+            out.append(f'"<{schema.get("description", "text")}>"')
+    return "|".join(out) or "null"
+
+
+def shape_text(name: str) -> str:
+    """The answer's shape in words, for requests without a tool (``json_schema``, ``text``)."""
+    return (
+        f"Answer ({name}) with one JSON object and nothing else, in exactly this shape:\n"
+        + _shape(SCHEMAS[name])
+    )
+
+
 # --------------------------------------------------------------------- prompts
 SYSTEM = (
     "You help an agent that learns to operate unfamiliar software from screenshots "
     "alone. It knows nothing about the program in advance: no name, no rules, no goal. "
     "It acts with the mouse and keyboard and builds reusable skills from what it "
     "observes. Judge only from what is visible on the screenshots and from the "
-    "measurements you are given. Always answer by calling the requested function."
+    "measurements you are given."
 )
+_ANSWER = {
+    "tools": " Always answer by calling the requested function.",
+    "json_schema": " Always answer with the JSON object asked for, and nothing else.",
+    "text": " Always answer with the JSON object asked for, and nothing else.",
+}
 
 _ROLE = {
     DESCRIBE_SKILL: (
@@ -151,8 +195,10 @@ _ROLE = {
         "before, the second the screen after. Decide whether the operations had a "
         "recognisable, reusable effect (a new screen or panel, a changed value, a selection, "
         "an opened menu...). If they did, give the skill a short name (a verb phrase) and "
-        "describe what it does and on which kind of screen it applies. If the change is "
-        "trivial, accidental or invisible, set meaningful to false."
+        "describe what it does and on which kind of screen it applies. Name it from what it "
+        "acts on, with the words the screen shows on that control when it shows any (quoted "
+        "names in the operations are such text). If the change is trivial, accidental or "
+        "invisible, set meaningful to false."
     ),
     EVALUATE: (
         "A known skill was just executed. The first image is the screen before, the second "
@@ -182,13 +228,85 @@ _ROLE = {
 }
 
 
-def system_prompt() -> str:
-    return SYSTEM
+def system_prompt(mode: str = "tools") -> str:
+    """The system message; how to answer depends on how the answer is asked for."""
+    return SYSTEM + _ANSWER.get(mode, _ANSWER["text"])
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters (an ellipsis marks a cut)."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: max(1, limit - 1)] + "…"
+
+
+def cluster_line(cid: str, name: str, desc: str, members: list[str], max_members: int) -> str:
+    """One offered cluster: id, name, description and up to ``max_members`` member names."""
+    shown = [clip(m, 60) for m in members[:max_members]]
+    more = len(members) - len(shown)
+    listed = ", ".join(shown) or "-"
+    if more > 0:
+        listed += f", +{more} more"
+    return f"- id={cid!r} name={clip(name, 80)!r}: {clip(desc, 160)} (skills: {listed})"
+
+
+def skill_line(sid: str, name: str, desc: str, operations: list[Operation]) -> str:
+    """One skill to be clustered: id, name, description and operations."""
+    ops = clip(operations_text(operations), 120)
+    return f"- id={sid!r} name={clip(name, 80)!r}: {clip(desc, 160)} (operations: {ops})"
 
 
 def operations_text(operations: list[Operation]) -> str:
-    """Operations as the agent writes them in logs ("click obj-3 ; key enter")."""
-    return " ; ".join(op.describe() for op in operations) or "(no operations)"
+    """Operations in order, as the agent writes them ('click "Open" ; press enter')."""
+    return " ; ".join(operation_phrase(op) for op in operations) or "(no operations)"
+
+
+_VERBS = {"double_click": "double-click", "right_click": "right-click"}
+
+
+def operation_phrase(op: Operation) -> str:
+    """One operation as a person says it: what it does to what.
+
+    An object is called by its name, which is its text in quotes when it shows text
+    ('click "Save"'); a key by its name ('press 1', 'press ctrl+s'); a point by
+    where it is ('click at (640, 360)').
+    """
+    if op.kind in ("key", "hotkey"):
+        return f"press {op.key}"
+    if op.kind == "type":
+        return f"type {op.text!r}"
+    target = op.object_name or op.object_id or (f"at {tuple(op.point)}" if op.point else "")
+    if op.kind == "drag":
+        other = op.object_id2 or (f"{tuple(op.point2)}" if op.point2 else "")
+        return f"drag {target} to {other}"
+    if op.kind == "scroll":
+        return f"scroll {'up' if op.scroll > 0 else 'down'} on {target}"
+    return f"{_VERBS.get(op.kind, op.kind)} {target}".strip()
+
+
+def skill_phrase(operations: list[Operation]) -> str:
+    """A skill named from what it acts on: its last operation, after the ones before it
+    ('press 1 after click "Open"')."""
+    if not operations:
+        return "(no operations)"
+    last = operation_phrase(operations[-1])
+    if len(operations) == 1:
+        return last
+    return f"{last} after " + ", ".join(operation_phrase(op) for op in operations[:-1])
+
+
+def labels_text(labels: list[str], limit: int, max_chars: int = 400) -> str:
+    """The text read on a screen as one bounded line ('"Save", "Open (3)", +3 more')."""
+    shown: list[str] = []
+    used = 0
+    for label in labels[:limit]:
+        item = f'"{clip(label, 40)}"'
+        if shown and used + len(item) + 2 > max_chars:
+            break
+        shown.append(item)
+        used += len(item) + 2
+    more = len(labels) - len(shown)
+    out = ", ".join(shown) or "none"
+    return out + (f", +{more} more" if more > 0 else "")
 
 
 def _measured(change: float, new_in_episode: bool, new_in_graph: bool) -> str:
@@ -201,16 +319,34 @@ def _measured(change: float, new_in_episode: bool, new_in_graph: bool) -> str:
             else "a screen already seen"
         )
     )
-    return f"Measured: {change:.1%} of the pixels changed; the result is {seen}."
+    return f"Measured: {change:.2%} of the pixels changed; the result is {seen}."
+
+
+def screen_text_lines(before: list[str] | None, after: list[str] | None, limit: int) -> list[str]:
+    """What the agent read on the screens before and after (when it reads), bounded."""
+    lines = []
+    if before:
+        lines.append(f"Text on the screen before: {labels_text(before, limit)}")
+    if after:
+        lines.append(f"Text on the screen after: {labels_text(after, limit)}")
+    return lines
 
 
 def describe_skill_text(
-    operations: list[Operation], change: float, new_in_episode: bool, new_in_graph: bool
+    operations: list[Operation],
+    change: float,
+    new_in_episode: bool,
+    new_in_graph: bool,
+    before: list[str] | None = None,
+    after: list[str] | None = None,
+    limit: int = 12,
 ) -> str:
+    """``before``/``after``: the labels read on the two screens (at most ``limit`` each)."""
     return "\n".join(
         [
             _ROLE[DESCRIBE_SKILL],
             f"Operations: {operations_text(operations)}",
+            *screen_text_lines(before, after, limit),
             _measured(change, new_in_episode, new_in_graph),
         ]
     )
@@ -223,6 +359,9 @@ def evaluate_text(
     change: float,
     new_in_episode: bool,
     new_in_graph: bool,
+    before: list[str] | None = None,
+    after: list[str] | None = None,
+    limit: int = 12,
 ) -> str:
     return "\n".join(
         [
@@ -230,16 +369,23 @@ def evaluate_text(
             f"Skill: {name}",
             f"Description: {description}",
             f"Operations: {operations_text(operations)}",
+            *screen_text_lines(before, after, limit),
             _measured(change, new_in_episode, new_in_graph),
         ]
     )
 
 
-def choose_cluster_text(clusters: list[tuple[str, str, str, list[str]]]) -> str:
-    """``clusters``: (id, name, description, skill names)."""
-    lines = [_ROLE[CHOOSE_CLUSTER], "Clusters:"]
-    for cid, name, desc, skills in clusters:
-        lines.append(f"- id={cid!r} name={name!r}: {desc} (skills: {', '.join(skills) or '-'})")
+def choose_cluster_text(
+    cluster_lines: list[str], left_out: int = 0, labels: list[str] | None = None, limit: int = 12
+) -> str:
+    """``cluster_lines``: from :func:`cluster_line`, the most relevant first; ``labels``: the
+    text read on the current screen (at most ``limit``)."""
+    lines = [_ROLE[CHOOSE_CLUSTER]]
+    if labels:
+        lines.append(f"Text on the screen: {labels_text(labels, limit)}")
+    lines += ["Clusters:", *cluster_lines]
+    if left_out:
+        lines.append(f"({left_out} less relevant cluster(s) not listed.)")
     return "\n".join(lines)
 
 
@@ -252,6 +398,9 @@ def refine_skill_text(
     change: float,
     new_in_episode: bool,
     new_in_graph: bool,
+    before: list[str] | None = None,
+    after: list[str] | None = None,
+    limit: int = 12,
 ) -> str:
     return "\n".join(
         [
@@ -260,25 +409,30 @@ def refine_skill_text(
             f"Current description: {description}",
             f"Operations: {operations_text(operations)}",
             f"Fitness so far: {fitness:.2f} over {executions} executions.",
+            *screen_text_lines(before, after, limit),
             _measured(change, new_in_episode, new_in_graph),
         ]
     )
 
 
-def cluster_skills_text(
-    skills: list[tuple[str, str, str, list[Operation]]],
-    clusters: list[tuple[str, str, str, list[str]]],
-) -> str:
-    """``skills``: (id, name, description, operations); ``clusters`` as above."""
-    lines = [_ROLE[CLUSTER_SKILLS], "New skills:"]
-    for sid, name, desc, ops in skills:
-        lines.append(f"- id={sid!r} name={name!r}: {desc} (operations: {operations_text(ops)})")
-    lines.append("Existing clusters:" if clusters else "Existing clusters: none yet.")
-    for cid, name, desc, members in clusters:
-        lines.append(f"- id={cid!r} name={name!r}: {desc} (skills: {', '.join(members) or '-'})")
+def cluster_skills_text(skill_lines: list[str], cluster_lines: list[str]) -> str:
+    """``skill_lines`` from :func:`skill_line`; ``cluster_lines`` from :func:`cluster_line`
+    (the clusters nearest to these skills; others exist but are not listed)."""
+    lines = [_ROLE[CLUSTER_SKILLS], "New skills:", *skill_lines]
+    lines.append("Existing clusters:" if cluster_lines else "Existing clusters: none yet.")
+    lines.extend(cluster_lines)
     return "\n".join(lines)
 
 
 def all_prompt_text() -> str:
     """Every fixed string sent to a model, for tests that check it stays generic."""
-    return "\n".join([SYSTEM, *_ROLE.values(), *_TOOL_DESCRIPTIONS.values(), json.dumps(SCHEMAS)])
+    return "\n".join(
+        [
+            SYSTEM,
+            *_ANSWER.values(),
+            *_ROLE.values(),
+            *_TOOL_DESCRIPTIONS.values(),
+            *(shape_text(n) for n in SCHEMAS),
+            json.dumps(SCHEMAS),
+        ]
+    )

@@ -5,10 +5,12 @@ truncated, info)``. Observations are RGB ``uint8`` arrays of shape (H, W, 3).
 ``info`` and ``reward`` carry ground truth (floors cleared, turns survived...)
 for the benchmark harness only.
 
-The agent never holds an :class:`Env`. It holds a :class:`Screen`, which exposes
-exactly what a person at the screen has: the pixels, the size, a way to act,
-and whether the program is still running. The ground truth stays behind in
-the harness (:class:`kgagent.agent.runner.Runner`).
+The agent never holds an :class:`Env`. It holds a
+:class:`~kgagent.agent.screen.Screen`, which exposes exactly what a person at the
+screen has: the pixels, the size, a way to act, and whether the program is still
+running. The ground truth stays behind in the harness
+(:class:`kgagent.agent.runner.Runner`). Environments import neither perception nor
+the agent.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from kgagent.actions import Action
-from kgagent.perception.change import visual_change
 
 
 @dataclass
@@ -41,6 +42,9 @@ class Env(ABC):
     #: The screen may change without any action (a real program: carets, clocks,
     #: animations). The runner then measures that noise before the agent acts.
     live: bool = False
+    #: When an episode ends before the run's step budget (a game over, a program that
+    #: exits), the runner resets the environment and goes on (``run.restart`` overrides).
+    restarts: bool = False
 
     @property
     @abstractmethod
@@ -72,6 +76,10 @@ class Env(ABC):
         settled screen apart from a screen that is still reacting. The runner
         sets it from the measured idle change; a still program needs none."""
 
+    def end_info(self) -> dict[str, Any]:
+        """What the step log records when an episode ends (e.g. a program's exit code)."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""
 
@@ -80,63 +88,3 @@ class Env(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class Screen:
-    """What the agent is allowed to see of an environment: pixels in, actions out."""
-
-    __slots__ = ("_env", "_done", "_last", "_reaction", "_change_floor", "_threshold")
-
-    def __init__(self, env: Env, *, change_floor: float = 0.0, threshold: int = 30) -> None:
-        """``change_floor``: the Δ (grey-level ``threshold``) an action must exceed to count
-        as the program's reaction (a live screen's own noise stays below it); 0 counts any
-        changed pixel."""
-        self._env = env
-        self._done = False
-        self._last: np.ndarray | None = None
-        self._reaction: tuple[np.ndarray, Action] | None = None
-        self._change_floor = change_floor
-        self._threshold = threshold
-
-    @property
-    def size(self) -> tuple[int, int]:
-        return self._env.size
-
-    @property
-    def done(self) -> bool:
-        """True once the program has ended (a real desktop app closed, a game over)."""
-        return self._done
-
-    def observe(self) -> np.ndarray:
-        if self._last is None:
-            self._last = self._env.observe()
-        return self._last
-
-    @property
-    def last_reaction(self) -> tuple[np.ndarray, Action] | None:
-        """The screen before the last action that changed the screen, and that action.
-
-        The agent's own short-term memory of cause and effect: the current screen
-        is what the program made of that action (actions since changed nothing).
-        """
-        return self._reaction
-
-    def act(self, action: Action) -> np.ndarray:
-        before = self._last
-        obs, _reward, terminated, truncated, _info = self._env.step(action)
-        self._done = bool(terminated or truncated)
-        self._last = obs
-        if before is not None and self._changed(before, obs):
-            self._reaction = (before, action)
-        return obs
-
-    def _changed(self, before: np.ndarray, after: np.ndarray) -> bool:
-        if before.shape != after.shape:
-            return True
-        if self._change_floor <= 0:
-            return not np.array_equal(before, after)
-        return visual_change(before, after, self._threshold) > self._change_floor
-
-    def refresh(self) -> np.ndarray:
-        self._last = self._env.observe()
-        return self._last

@@ -1,25 +1,35 @@
 """A real X11 desktop program as an environment.
 
 Why this shape: the agent must drive software it did not write, through the
-screen alone. The env is bound to one *target* (a window found by title or
-class, an explicit region, or the whole screen) so that the agent can never
-click outside the program it is learning: every coordinate of an Action is
-relative to the target, and an action with any point outside it is refused
-before anything is executed. Window geometry is re-read before every action
-because windows move, and a window that disappears is reported as an error
-instead of silently clicking on whatever is now underneath.
+screen alone. The env is bound to one *target*: a window found by title, class or
+PID (:mod:`kgagent.envs.xwindows`), an explicit region, or the whole screen, so
+that the agent can never click outside the program it is learning. Every
+coordinate of an Action is relative to the target, and an action with any point
+outside it is refused before anything is executed. The target's geometry is
+re-read before every action because windows move, and a window that disappears
+is reported instead of silently clicking on whatever is now underneath.
 
-Capture uses ``PIL.ImageGrab`` (XCB, a few ms); input uses ``pyautogui``,
-imported lazily because importing it without a display fails.
+With ``launch`` the env starts the program itself (:mod:`kgagent.envs.launch`):
+in its own process group, its output in a log file, on the display given or, with
+no ``DISPLAY`` (or ``display="new"``), on a private Xvfb. It binds to the
+program's first window, ends the episode when the program exits (``end_info()``
+gives the exit code), starts it again on ``reset()``, and stops everything at
+``close()``. A program that dies at start-up ``start_failures`` times in a row is
+an error, not a loop.
+
+Keys that close windows or log out are refused unless allowed
+(:mod:`kgagent.envs.keyguard`). Capture uses ``PIL.ImageGrab`` on the named
+display (XCB, a few ms); input uses pyautogui through :mod:`kgagent.envs.xinput`,
+the one place that touches pyautogui's process-wide settings. Nothing here reads
+or changes the process's ``DISPLAY`` beyond reading it as the default display.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -27,34 +37,37 @@ import numpy as np
 from kgagent.actions import Action
 from kgagent.config import DesktopConfig
 from kgagent.envs.base import Env, GroundTruth
-from kgagent.errors import ActionRefused, EnvironmentError_
+from kgagent.envs.keyguard import closing_reason
+from kgagent.envs.launch import PrivateX, Program, default_program_log
+from kgagent.envs.xinput import PyAutoGUIInput
+from kgagent.envs.xwindows import Window, XWindows, match
+from kgagent.errors import ActionRefused, ConfigError, EnvironmentError_
 
 Box = tuple[int, int, int, int]
 
 
-def _xdotool(*args: str, display: str) -> subprocess.CompletedProcess[str]:
-    if shutil.which("xdotool") is None:
-        raise EnvironmentError_(
-            "xdotool is not installed; install it (apt-get install xdotool) to bind to a window"
+@dataclass
+class DesktopOptions:
+    """Launching and safety settings, with their defaults.
+
+    :meth:`of` reads each from the :class:`DesktopConfig` when it has a field of that
+    name, so the config section can grow them one by one.
+    """
+
+    launch: str | None = None  # command to start; the env binds to its first window
+    display: str | None = None  # None: $DISPLAY (a private Xvfb if unset and launching); "new"
+    screen_size: tuple[int, int] = (1280, 800)  # the private Xvfb's screen
+    launch_timeout_s: float = 20.0  # wait this long for the launched program's first window
+    stop_timeout_s: float = 5.0  # SIGTERM, then SIGKILL after this long
+    start_failures: int = 3  # the program exiting at start-up this many times in a row: error
+    program_log: str | None = None  # the launched program's stdout/stderr (appended)
+    allow_closing_keys: bool = False  # send alt+f4, ctrl+q, ctrl+w, ctrl+alt+..., super
+
+    @classmethod
+    def of(cls, config: Any) -> DesktopOptions:
+        return cls(
+            **{f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)}
         )
-    env = dict(os.environ, DISPLAY=display)
-    return subprocess.run(["xdotool", *args], capture_output=True, text=True, env=env, timeout=10)
-
-
-def visible_window_titles(display: str, limit: int = 8) -> list[str]:
-    """Titles of some visible windows, to make 'window not found' actionable."""
-    try:
-        res = _xdotool("search", "--onlyvisible", "--name", ".", display=display)
-    except (EnvironmentError_, subprocess.SubprocessError):
-        return []
-    titles: list[str] = []
-    for wid in res.stdout.split():
-        name = _xdotool("getwindowname", wid, display=display).stdout.strip()
-        if name and name not in titles:
-            titles.append(name)
-        if len(titles) >= limit:
-            break
-    return titles
 
 
 class DesktopEnv(Env):
@@ -63,73 +76,98 @@ class DesktopEnv(Env):
     name = "desktop"
     live = True
 
-    def __init__(self, config: DesktopConfig | None = None, display: str | None = None) -> None:
+    def __init__(
+        self,
+        config: DesktopConfig | None = None,
+        display: str | None = None,
+        options: DesktopOptions | None = None,
+    ) -> None:
+        """``options`` (default: read from ``config``) and ``display`` (default:
+        ``options.display``) say what to launch and where."""
         self.config = config or DesktopConfig()
+        self.opts = options or DesktopOptions.of(self.config)
+        if self.opts.start_failures < 1 or self.opts.launch_timeout_s <= 0:
+            raise ConfigError("need desktop start_failures >= 1 and launch_timeout_s > 0")
+        if self.opts.launch and self.config.region:
+            raise ConfigError("desktop.region and desktop.launch exclude each other")
+        self.restarts = bool(self.opts.launch)
         self._still: Callable[[np.ndarray, np.ndarray], bool] | None = None
-        os.environ.setdefault("XDG_SESSION_TYPE", "x11")
-        disp = display or os.environ.get("DISPLAY")
+        self._xserver: PrivateX | None = None
+        self._x: XWindows | None = None
+        self._input: PyAutoGUIInput | None = None
+        self._program: Program | None = None
+        self._wid: int | None = None
+        self._title = ""
+        self._region: Box | None = None
+        self._last: np.ndarray | None = None
+        self._fresh = False  # launched and not acted on yet
+        self._episode_steps = 0
+        self._early_exits = 0  # consecutive start-ups that died before the agent could act
+        try:
+            self.display = self._choose_display(display)
+            self._x = XWindows(self.display)
+            self._screen_size = self._x.screen_size
+            if self.opts.launch:
+                self._program = Program(
+                    self.opts.launch,
+                    self.display,
+                    self.opts.program_log or default_program_log(),
+                    self.opts.stop_timeout_s,
+                )
+                self._start_program()
+            elif self.config.window:
+                win = self._x.find(self.config.window)
+                if win is None:
+                    raise self._x.not_found(self.config.window)
+                self._bind(win)
+            elif self.config.region:
+                self._region = self._check_region(self.config.region)
+            self._box = self._geometry()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ display and target
+    def _choose_display(self, display: str | None) -> str:
+        disp = display or self.opts.display
+        if disp == "new" or (disp is None and not os.environ.get("DISPLAY") and self.opts.launch):
+            self._xserver = PrivateX(self.opts.screen_size)
+            return self._xserver.display
+        disp = disp or os.environ.get("DISPLAY")
         if not disp:
             raise EnvironmentError_(
-                "no X display: DISPLAY is not set; start one (e.g. `Xvfb :99 &`) and export DISPLAY=:99"
+                "no X display: DISPLAY is not set; start one (e.g. `Xvfb :99 &`) and export "
+                "DISPLAY=:99, or launch the program (desktop.launch) to get a private Xvfb"
             )
-        self.display = disp
-        try:
-            from Xlib import display as xdisplay  # python-xlib
+        return disp
 
-            d = xdisplay.Display(disp)
-            geo = d.screen().root.get_geometry()
-            self._screen_size = (int(geo.width), int(geo.height))
-            d.close()
-        except Exception as e:  # noqa: BLE001 - any failure means "cannot connect"
-            raise EnvironmentError_(
-                f"cannot connect to X display {disp!r} ({type(e).__name__}); is the X server running?"
-            ) from None
-        self._wid: str | None = None
-        self._region: Box | None = None
-        if self.config.window:
-            self._wid = self._find_window(self.config.window)
-        elif self.config.region:
-            x, y, w, h = (int(v) for v in self.config.region)
-            sw, sh = self._screen_size
-            if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > sw or y + h > sh:
-                raise EnvironmentError_(
-                    f"region {self.config.region} is not inside the {sw}x{sh} screen"
-                )
-            self._region = (x, y, w, h)
-        self._box = self._geometry()
-        self._pg: Any = None
+    def _check_region(self, region: tuple[int, int, int, int]) -> Box:
+        x, y, w, h = (int(v) for v in region)
+        sw, sh = self._screen_size
+        if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > sw or y + h > sh:
+            raise EnvironmentError_(f"region {region} is not inside the {sw}x{sh} screen")
+        return x, y, w, h
 
-    # ------------------------------------------------------------ target
-    def _find_window(self, query: str) -> str:
-        for flag in ("--name", "--class", "--classname"):
-            res = _xdotool("search", "--onlyvisible", flag, query, display=self.display)
-            ids = res.stdout.split()
-            if ids:
-                return ids[0]
-        titles = visible_window_titles(self.display)
-        shown = "; ".join(repr(t) for t in titles) if titles else "none"
-        raise EnvironmentError_(
-            f"no visible window matches {query!r} (by title or class) on {self.display}; visible windows: {shown}"
-        )
+    def _xw(self) -> XWindows:
+        """The X connection; after close() a bound env reconnects on its next use."""
+        if self._x is None:
+            self._x = XWindows(self.display)
+        return self._x
+
+    def _bind(self, win: Window) -> None:
+        self._wid, self._title = win.wid, win.title
 
     def _geometry(self) -> Box:
         """The target's current screen box; raises if the window has gone."""
         if self._wid is None:
             return self._region or (0, 0, *self._screen_size)
-        res = _xdotool("getwindowgeometry", "--shell", self._wid, display=self.display)
-        vals = dict(line.split("=", 1) for line in res.stdout.splitlines() if "=" in line)
-        if res.returncode != 0 or not {"X", "Y", "WIDTH", "HEIGHT"} <= vals.keys():
+        box = self._xw().box(self._wid)
+        if box is None:
             raise EnvironmentError_(
-                f"the target window {self.config.window!r} (id {self._wid}) was closed or is no longer available"
+                f"the target window {self._title or self.config.window!r} (id {self._wid:#x}) "
+                "was closed or is hidden"
             )
-        mapped = _xdotool(
-            "search", "--onlyvisible", "--name", ".", display=self.display
-        ).stdout.split()
-        if self._wid not in mapped:
-            raise EnvironmentError_(
-                f"the target window {self.config.window!r} (id {self._wid}) is closed or hidden"
-            )
-        return int(vals["X"]), int(vals["Y"]), int(vals["WIDTH"]), int(vals["HEIGHT"])
+        return box
 
     @property
     def size(self) -> tuple[int, int]:
@@ -139,6 +177,90 @@ class DesktopEnv(Env):
     def target_box(self) -> Box:
         """The target's box in screen coordinates at the last check."""
         return self._box
+
+    @property
+    def program(self) -> Program | None:
+        """The launched program (harness only), or None for a bound window."""
+        return self._program
+
+    # ------------------------------------------------------------ launching
+    def _start_program(self) -> None:
+        """Start the program and bind to its first window; retry early deaths up to the limit."""
+        prog, x = self._program, self._xw()
+        assert prog is not None
+        while True:
+            prog.stop()
+            before = {w.wid for w in x.windows()}
+            prog.start()
+            win = self._await_window(before, self.opts.launch_timeout_s)
+            if win is not None:
+                break
+            if prog.running:
+                prog.stop()
+                raise EnvironmentError_(
+                    f"no window of {prog.command!r} appeared on {self.display} within "
+                    f"{self.opts.launch_timeout_s:g} s (desktop.launch_timeout_s); "
+                    f"its output is in {prog.log_path}"
+                )
+            self._count_early_exit()
+        self._bind(win)
+        self._box = self._geometry()
+        self._fresh, self._episode_steps = True, 0
+        self._last = self._settle()[0]  # its first frame drawn
+
+    def _count_early_exit(self) -> None:
+        prog = self._program
+        assert prog is not None
+        self._early_exits += 1
+        if self._early_exits >= self.opts.start_failures:
+            last = prog.tail()
+            raise EnvironmentError_(
+                f"{prog.command!r} exited with code {prog.exit_code} at start-up "
+                f"{self._early_exits} times in a row; its output is in {prog.log_path}"
+                + (f" (last line: {last[:200]})" if last else "")
+            )
+
+    def _await_window(self, before: set[int], timeout_s: float) -> Window | None:
+        """The program's first visible window: one of its process group's, else a new one
+        (a client whose PID X cannot tell); with ``desktop.window``, one that matches it."""
+        prog, x = self._program, self._xw()
+        assert prog is not None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            wins = list(reversed(x.windows()))  # topmost first
+            own = [w for w in wins if w.pid is not None and prog.owns(w.pid)]
+            cands = own or [w for w in wins if w.wid not in before and w.pid is None]
+            if self.config.window:
+                win = match(self.config.window, cands)
+            else:
+                win = cands[0] if cands else None
+            if win is not None:
+                return win
+            if not prog.running or time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+
+    def _program_ended(self) -> bool:
+        """After the target window vanished: did the program end? (It may instead have
+        replaced its window, then the env follows the new one.)"""
+        prog = self._program
+        assert prog is not None
+        if prog.wait_exit(min(1.0, self.opts.stop_timeout_s)) is not None:
+            return True
+        win = self._await_window(set(), min(2.0, self.opts.launch_timeout_s))
+        if win is None:
+            return True
+        self._bind(win)
+        self._box = self._geometry()
+        return False
+
+    def _ended(self) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """The step that reports the launched program's end (nothing is executed)."""
+        prog = self._program
+        assert prog is not None
+        w, h = self.size
+        obs = self._last if self._last is not None else np.zeros((h, w, 3), np.uint8)
+        return obs, 0.0, True, False, {"alive": False, "exit_code": prog.exit_code}
 
     # ------------------------------------------------------------ capture
     def _grab(self) -> np.ndarray:
@@ -157,90 +279,180 @@ class DesktopEnv(Env):
         self._still = still
 
     def _settle(self) -> tuple[np.ndarray, bool]:
-        """Poll captures until two consecutive ones show a settled screen.
+        """Poll captures until the program has reacted to the input and holds still.
 
-        Settled means equal, or ``still(prev, cur)`` when the runner measured that
-        the target moves on its own (a spinner never gives two equal captures, so
-        without it every action would wait the whole ``settle_timeout_s``).
+        Settled: the screen changed and then held still for ``settle_still_s``, or it
+        showed no change at all for ``settle_quiet_s`` (the input changed nothing).
+        Alike means equal, or ``still(prev, cur)`` when the runner measured that the
+        target moves on its own (a spinner never gives two equal captures, so without it
+        every action would wait the whole ``settle_timeout_s``). Polling every
+        ``settle_interval_s`` keeps the wait close to the program's own reaction time.
         Returns the last capture and whether it settled before the timeout.
         """
-        deadline = time.monotonic() + self.config.settle_timeout_s
+        c = self.config
+        start = time.monotonic()
+        deadline = start + c.settle_timeout_s
         prev = self._grab()
+        changed_at: float | None = None  # when the screen last changed
         while time.monotonic() < deadline:
-            time.sleep(self.config.settle_interval_s)
+            time.sleep(c.settle_interval_s)
             cur = self._grab()
-            if np.array_equal(cur, prev) or (self._still is not None and self._still(prev, cur)):
+            now = time.monotonic()
+            alike = np.array_equal(cur, prev) or (
+                self._still is not None and self._still(prev, cur)
+            )
+            if not alike:
+                changed_at = now
+            elif (changed_at is not None and now - changed_at >= c.settle_still_s) or (
+                changed_at is None and now - start >= c.settle_quiet_s
+            ):
                 return cur, True
             prev = cur
         return prev, False
 
     # ------------------------------------------------------------ Env API
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """A real program cannot be reset; this re-checks the target and captures it."""
+        """A bound program cannot be reset: this re-checks the target and captures it.
+        A launched program is started again, unless it was just started."""
+        prog = self._program
+        if prog is not None:
+            alive = prog.running and self._xw().box(self._wid or 0)
+            if not (self._fresh and alive):
+                if self._episode_steps == 0 and not prog.running:
+                    self._count_early_exit()
+                self._start_program()
         self._box = self._geometry()
-        return self._grab(), self._info()
+        self._last = self._grab()
+        return self._last, self._info()
 
     def observe(self) -> np.ndarray:
-        self._box = self._geometry()
-        return self._grab()
+        try:
+            self._box = self._geometry()
+        except EnvironmentError_:
+            if self._program is None or self._last is None:
+                raise
+            return self._last  # the launched program has gone; step() reports it
+        self._last = self._grab()
+        return self._last
 
     def step(self, action: Action) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        self._box = self._geometry()  # the window may have moved or closed
+        prog = self._program
+        if prog is not None and not prog.running:
+            return self._ended()
+        try:
+            self._box = self._geometry()  # the window may have moved or closed
+        except EnvironmentError_:
+            if prog is None or self._program_ended():
+                if prog is None:
+                    raise
+                return self._ended()
+        self._check(action)
+        t0 = time.perf_counter()
+        self._execute(action)
+        t_input = time.perf_counter() - t0
+        self._fresh = False
         w, h = self.size
+        try:
+            self._box = self._geometry()
+        except EnvironmentError_:
+            # the action closed the window: that ends the episode
+            if prog is None:
+                return np.zeros((h, w, 3), np.uint8), 0.0, True, False, {"alive": False}
+            if self._program_ended():
+                return self._ended()
+        t1 = time.perf_counter()
+        obs, settled = self._settle()
+        t_settle = time.perf_counter() - t1
+        self._last = obs
+        if prog is not None:
+            if not prog.running:
+                return self._ended()
+            self._episode_steps += 1
+            self._early_exits = 0
+        timing = {"input": t_input, "settle": t_settle}  # seconds; the agent logs them
+        return obs, 0.0, False, False, {**self._info(), "settled": settled, "timing": timing}
+
+    def ground_truth(self) -> GroundTruth:
+        alive = self._program is None or self._program.running
+        if alive:
+            try:
+                self._geometry()
+            except EnvironmentError_:
+                alive = False
+        return GroundTruth(alive=alive)
+
+    def end_info(self) -> dict[str, Any]:
+        """For a launched program: its exit code (None while running) and its log file."""
+        prog = self._program
+        if prog is None:
+            return {}
+        return {
+            "exit_code": prog.exit_code,
+            "program_log": str(prog.log_path),
+            "program_starts": prog.starts,
+        }
+
+    def _info(self) -> dict[str, Any]:
+        return {"alive": True, "target": self._box}
+
+    def close(self) -> None:
+        """Stop the launched program and the private Xvfb; close the X connections."""
+        if self._program is not None:
+            self._program.stop()
+        if self._input is not None:
+            self._input.close()
+            self._input = None
+        if self._x is not None:
+            self._x.close()
+            self._x = None
+        if self._xserver is not None:
+            self._xserver.stop()
+            self._xserver = None
+
+    # ------------------------------------------------------------ input
+    def _check(self, action: Action) -> None:
+        """Refuse, before anything is sent: points outside the target, points on a
+        fail-safe corner of the screen, unknown keys, and keys that close or log out."""
+        w, h = self.size
+        ox, oy = self._box[0], self._box[1]
+        pg = self._pg()
+        corners = self._input.corners if self._input is not None else []
         for px, py in action.points():
             if not (0 <= px < w and 0 <= py < h):
                 raise ActionRefused(
                     f"{action.kind} at ({px}, {py}) is outside the {w}x{h} target; nothing was executed"
                 )
-        self._pyautogui()
-        if action.kind in ("key", "hotkey"):
-            for k in (action.key or "").split("+"):
-                self._check_key(k)
-        self._execute(action)
-        try:
-            self._box = self._geometry()
-        except EnvironmentError_:
-            # the action closed the program: that ends the episode
-            return np.zeros((h, w, 3), np.uint8), 0.0, True, False, {"alive": False}
-        obs, settled = self._settle()
-        return obs, 0.0, False, False, {**self._info(), "settled": settled}
+            if (ox + px, oy + py) in corners:
+                raise ActionRefused(
+                    f"{action.kind} at ({px}, {py}) is a corner of the screen, where pyautogui's "
+                    "fail-safe stops all input; nothing was executed"
+                )
+        if action.kind not in ("key", "hotkey"):
+            return
+        keys = _split_keys(action.key or "")
+        for k in keys:
+            if k.strip().lower() not in pg.KEYBOARD_KEYS:
+                raise ActionRefused(
+                    f"unknown key {k!r}; use pyautogui key names such as enter, esc, left, ctrl"
+                )
+        reason = closing_reason(keys)
+        if reason and not self.opts.allow_closing_keys:
+            raise ActionRefused(
+                f"{action.kind} {action.key!r} is refused: {reason} "
+                "(desktop.allow_closing_keys=true allows it); nothing was executed"
+            )
 
-    def ground_truth(self) -> GroundTruth:
-        try:
-            self._geometry()
-            alive = True
-        except EnvironmentError_:
-            alive = False
-        return GroundTruth(alive=alive)
-
-    def _info(self) -> dict[str, Any]:
-        return {"alive": True, "target": self._box}
-
-    # ------------------------------------------------------------ input
-    def _pyautogui(self) -> Any:
-        os.environ["DISPLAY"] = self.display
-        if self._pg is None:
-            import pyautogui
-
-            pyautogui.FAILSAFE = True
-            pyautogui.PAUSE = self.config.action_pause_s
-            self._pg = pyautogui
-        # pyautogui opens its X connection at import; follow a changed display
-        x11 = getattr(self._pg, "_pyautogui_x11", None)
-        if x11 is not None and getattr(x11, "_display", None) is not None:
-            cur = x11._display.get_display_name()
-            if cur != self.display:
-                from Xlib.display import Display
-
-                x11._display = Display(self.display)
-        return self._pg
+    def _pg(self) -> Any:
+        if self._input is None:
+            self._input = PyAutoGUIInput(self.display, self.config.action_pause_s)
+        return self._input.use()
 
     def _execute(self, a: Action) -> None:
-        pg = self._pyautogui()
+        pg = self._pg()
         ox, oy = self._box[0], self._box[1]
         try:
-            if a.kind in ("key", "hotkey", "type"):
-                self._focus()
+            if a.kind in ("key", "hotkey", "type") and self._wid is not None:
+                self._xw().focus(self._wid)
             if a.kind == "click":
                 pg.click(ox + a.x, oy + a.y)
             elif a.kind == "double_click":
@@ -253,11 +465,12 @@ class DesktopEnv(Env):
             elif a.kind == "scroll":
                 pg.moveTo(ox + a.x, oy + a.y)
                 pg.scroll(a.scroll)
-            elif a.kind == "key":
-                pg.press(self._check_key(a.key or ""))
-            elif a.kind == "hotkey":
-                keys = [self._check_key(k) for k in (a.key or "").split("+")]
-                pg.hotkey(*keys)
+            elif a.kind in ("key", "hotkey"):
+                keys = [k.strip().lower() for k in _split_keys(a.key or "")]
+                if len(keys) == 1:
+                    pg.press(keys[0])
+                else:
+                    pg.hotkey(*keys)
             elif a.kind == "type":
                 pg.write(a.text or "", interval=0.01)
         except pg.FailSafeException:
@@ -265,14 +478,9 @@ class DesktopEnv(Env):
                 "pyautogui fail-safe triggered (mouse in a screen corner); move the mouse away and retry"
             ) from None
 
-    def _check_key(self, key: str) -> str:
-        k = key.strip().lower()
-        if k not in self._pg.KEYBOARD_KEYS:
-            raise ActionRefused(
-                f"unknown key {key!r}; use pyautogui key names such as enter, esc, left, ctrl"
-            )
-        return k
 
-    def _focus(self) -> None:
-        if self._wid is not None:
-            _xdotool("windowfocus", "--sync", self._wid, display=self.display)
+def _split_keys(key: str) -> list[str]:
+    """``"ctrl+s"`` -> ``["ctrl", "s"]``; the plus key itself stays ``["+"]``."""
+    if len(key) <= 1:
+        return [key]
+    return [k for k in key.split("+") if k] or [key]

@@ -1,6 +1,7 @@
 """The agent's persistent memory (SA-KG + procedural memory) on Kùzu/LadybugDB + LanceDB."""
 
-from kgagent.memory.models import (
+from kgagent.memory.store import EncoderSpec, Memory, skill_edge_weight
+from kgagent.records import (
     Cluster,
     GraphStats,
     HQCandidate,
@@ -10,7 +11,6 @@ from kgagent.memory.models import (
     StateHit,
     UIObject,
 )
-from kgagent.memory.store import EncoderSpec, Memory, skill_edge_weight
 
 __all__ = [
     "Cluster",

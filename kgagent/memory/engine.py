@@ -6,17 +6,26 @@ be imported into one process (their native modules register the same types),
 so the engine is chosen once per process: ``memory.engine`` in the config, or
 ``KGAGENT_ENGINE`` in the environment (used by the test suite to run against
 both).
+
+Errors are worded here, where they are raised: a failed open or query becomes one
+line (:class:`MemoryStoreError`, :class:`QueryError`) that says what to do. Even
+transaction control is a named query (``queries/_transaction.cypher``).
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from kgagent.errors import MemoryStoreError, QueryError
+from kgagent.memory import queries
+from kgagent.memory.diskspace import SpaceGuard, Watchdog
 
 ENGINES = ("ladybug", "kuzu")
 
@@ -53,73 +62,238 @@ def engine_version(name: str) -> str:
 
 
 class GraphDB:
-    """One open database and connection. Rows come back as plain dicts."""
+    """One open database and connection. Rows come back as plain dicts.
+
+    A writable database checks the free space before every commit that writes
+    (``space``, :class:`~kgagent.memory.diskspace.SpaceGuard`) and runs every call
+    under a watchdog (``commit_timeout`` seconds; 0: none), so a full or failing
+    disk ends a run with one line instead of a torn log or a hang.
+    """
 
     def __init__(
-        self, path: Path, engine: str, *, read_only: bool = False, threads: int = 0
+        self,
+        path: Path,
+        engine: str,
+        *,
+        read_only: bool = False,
+        threads: int = 0,
+        reserve: int = 0,
+        commit_timeout: float = 0.0,
+        lenient_wal: bool = False,
     ) -> None:
         self.engine = engine
         self.path = path
         self.read_only = read_only
+        self.commit_timeout = commit_timeout
+        #: Arm the watchdog for calls that do not say otherwise: on once the memory is
+        #: open (a migration of a large memory may take long; a step's queries never do).
+        self.watching = False
+        self._broken = False
         mod = _module(engine)
+        kwargs: dict[str, Any] = {"read_only": read_only}
+        if lenient_wal:
+            # LadybugDB: replay the log up to a damaged record instead of refusing it.
+            kwargs["throw_on_wal_replay_failure"] = False
         try:
-            self._db = mod.Database(str(path), read_only=read_only)
-        except RuntimeError as e:
-            msg = str(e).splitlines()[0]
-            if "lock" in msg.lower():
-                raise MemoryStoreError(
-                    f"the memory at {path.parent} is in use by another process "
-                    f"({engine} could not lock it): {msg}"
-                ) from None
-            raise MemoryStoreError(f"cannot open the graph database at {path}: {msg}") from None
+            self._db = mod.Database(str(path), **kwargs)
+        except (RuntimeError, OSError, ValueError) as e:
+            raise MemoryStoreError(_open_error(path, engine, _one_line(e))) from None
         self._conn = mod.Connection(self._db)
         if threads > 0:
             # The agent's queries are small; one thread each avoids waking (and
-            # waiting for) worker threads: per-step p95 10-25 % lower here
-            # (docs/benchmarks.md, "What changed").
+            # waiting for) worker threads, which lowers the per-step p95
+            # (docs/benchmarks.md).
             self._conn.set_max_threads_for_exec(int(threads))
         self._in_tx = False
+        self._tx_writes = False
+        self.space = SpaceGuard(path.parent, 0 if read_only else reserve)
+        self._watch = (
+            Watchdog(f"the {engine} graph engine", self._conn.interrupt)
+            if not read_only and commit_timeout > 0
+            else None
+        )
 
-    def execute(self, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def set_timeout(self, seconds: float) -> None:
+        """Let the engine stop any query that runs longer than ``seconds`` (0: no limit)."""
+        self._conn.set_query_timeout(int(max(0.0, seconds) * 1000))
+
+    def execute(
+        self,
+        query: str,
+        params: dict[str, Any] | None = None,
+        *,
+        writes: bool = False,
+        watch: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every row of ``query``; ``writes``: check the free space first (outside a
+        transaction, the statement commits by itself)."""
+        return list(_rows(self._run(query, params, writes=writes, watch=watch)))
+
+    def stream(
+        self,
+        query: str,
+        params: dict[str, Any] | None = None,
+        *,
+        writes: bool = False,
+        watch: float | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """The rows of ``query`` one at a time (the caller decides how many it keeps).
+
+        The query runs now; the rows are fetched as the caller iterates."""
+        return _rows(self._run(query, params, writes=writes, watch=watch))
+
+    def _run(
+        self, query: str, params: dict[str, Any] | None, *, writes: bool, watch: float | None
+    ) -> Any:
+        if self._broken:
+            raise MemoryStoreError(_BROKEN)
+        if writes and not self._in_tx:
+            self.space.check()
+        seconds = watch if watch is not None else self.commit_timeout if self.watching else 0.0
+        if self._watch is not None:
+            self._watch.arm(seconds)
         try:
             res = self._conn.execute(query, params or {})
-        except RuntimeError as e:
-            raise QueryError(_one_line(e)) from None
-        if isinstance(res, list):  # several statements
-            res = res[-1]
-        try:
-            names = res.get_column_names()
-            rows = []
-            while res.has_next():
-                rows.append(dict(zip(names, res.get_next())))
-            return rows
+        except (RuntimeError, TypeError, ValueError) as e:
+            msg = _one_line(e)
+            if not self.read_only and _write_failed(msg):
+                self._broken = True
+                raise MemoryStoreError(f"{_BROKEN} ({msg})") from None
+            raise QueryError(msg) from None
         finally:
-            res.close()
+            if self._watch is not None:
+                self._watch.disarm()
+        if isinstance(res, list):  # several statements
+            for r in res[:-1]:
+                r.close()
+            res = res[-1]
+        return res
 
-    def begin(self) -> None:
-        self.execute("BEGIN TRANSACTION")
+    def begin(self, *, read_only: bool = False) -> None:
+        self.execute(queries.get("tx_begin_read_only" if read_only else "tx_begin").text)
         self._in_tx = True
+        self._tx_writes = not read_only
 
     def commit(self) -> None:
-        self.execute("COMMIT")
+        if self._tx_writes:
+            self.space.check()  # refused before COMMIT: the transaction is rolled back whole
+        self.execute(queries.get("tx_commit").text)
         self._in_tx = False
 
     def rollback(self) -> None:
         if self._in_tx:
             self._in_tx = False
             try:
-                self.execute("ROLLBACK")
-            except QueryError:
+                self.execute(queries.get("tx_rollback").text)
+            except (QueryError, MemoryStoreError):
                 pass
 
+    @contextmanager
+    def transaction(self, *, read_only: bool = False) -> Iterator[None]:
+        """Run the block in one transaction: committed at its end, rolled back on any error."""
+        self.begin(read_only=read_only)
+        try:
+            yield
+            self.commit()
+        except BaseException:
+            self.rollback()
+            raise
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_tx
+
     def table_names(self) -> set[str]:
-        return {r["name"] for r in self.execute("CALL show_tables() RETURN *")}
+        return {r["name"] for r in self.execute(queries.get("catalog_tables").text)}
 
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+        if self._broken:
+            _abandon(self._conn, self._db)
+            return
         try:
             self._conn.close()
         finally:
             self._db.close()
+
+
+def _rows(res: Any) -> Iterator[dict[str, Any]]:
+    try:
+        names = res.get_column_names()
+        while True:
+            try:
+                if not res.has_next():
+                    break
+                row = res.get_next()
+            except RuntimeError as e:
+                raise QueryError(_one_line(e)) from None
+            yield dict(zip(names, row))
+    finally:
+        res.close()
+
+
+#: Why a database is no longer used after the engine failed to write its files.
+_BROKEN = (
+    "the graph engine could not write its files (is the disk full?); the step was not "
+    "committed and this run stops. Free some space, then run `kgagent memory check --repair`"
+)
+_ABANDONED: list[Any] = []
+
+
+def _write_failed(msg: str) -> bool:
+    """The engine failed writing its own files: it must not be used or closed again."""
+    low = msg.lower()
+    return "io exception" in low and ("cannot write" in low or "no space" in low)
+
+
+def _abandon(*objs: Any) -> None:
+    """Never close a database whose engine failed mid-write: both engines abort the
+    process in the destructor. Keep it referenced and leave with ``os._exit`` at exit."""
+    if not _ABANDONED:
+        atexit.register(_exit_without_destructors)
+    _ABANDONED.extend(objs)
+
+
+def _exit_without_destructors() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - leaving anyway
+            pass
+    os._exit(1)
+
+
+def _open_error(path: Path, engine: str, msg: str) -> str:
+    """The one line for a database that does not open, with what to do about it."""
+    low = msg.lower()
+    where = path.parent
+    if "lock" in low:
+        return _in_use(path, engine, msg)
+    if "wal" in low and ("corrupt" in low or "past the end" in low or "checksum" in low):
+        return (
+            f"the graph database's write-ahead log {path}.wal is damaged ({msg}); "
+            f"`kgagent memory check --repair --memory {where}` keeps a copy of it and recovers "
+            "what it holds"
+        )
+    if "checkpoint" in low and ("pending" in low or "recovery" in low):
+        return (
+            f"a checkpoint of {path} was left unfinished ({msg}); open the memory read-write "
+            f"once to finish it: `kgagent memory check --repair --memory {where}`"
+        )
+    return f"cannot open the graph database at {path}: {msg}"
+
+
+def _in_use(path: Path, engine: str, msg: str) -> str:
+    """The one line for a database another process holds, with what to do about it."""
+    held = f"the memory at {path.parent} is in use by another process ({engine} could not lock it): {msg}"
+    if engine == "kuzu":
+        return (
+            f"{held}. The kuzu engine lets only one process open a memory at a time: stop the "
+            "agent first, or use the ladybug engine (memory.engine=ladybug), whose read-only "
+            "readers can query while an agent runs"
+        )
+    return f"{held}. Stop the process that holds it read-write and try again"
 
 
 def _one_line(e: BaseException) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -17,17 +18,29 @@ from kgagent.errors import MemoryStoreError
 
 MANIFEST = "manifest.json"
 FORMAT = "kgagent-memory"
+#: A manifest is a few hundred bytes; anything far larger is not one.
+MAX_MANIFEST_BYTES = 1 << 20
+#: The largest encoder dimension a manifest may name.
+MAX_DIM = 1 << 16
+#: Bytes read at a time when hashing a blob.
+HASH_CHUNK = 1 << 20
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write-then-rename with fsync: a reader sees the old file or the new one, never half."""
+def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Write-then-rename: a reader sees the old file or the new one, never half.
+
+    ``sync`` (fsync before the rename) makes the file survive a power cut too; without
+    it the file survives the death of the process (the page cache keeps it), as the
+    vector journal and LanceDB's own appends do.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -35,18 +48,70 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """The memory's manifest, checked field by field; None when there is none."""
     p = directory / MANIFEST
     if not p.exists():
         return None
     try:
-        data = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+        if p.stat().st_size > MAX_MANIFEST_BYTES:
+            raise ValueError(f"larger than {MAX_MANIFEST_BYTES} bytes")
+        data = json.loads(p.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
         raise MemoryStoreError(
-            f"the manifest {p} is unreadable ({e}); restore it from a backup"
+            f"the manifest {p} is unreadable ({' '.join(str(e).split())}); restore it from a backup"
         ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise MemoryStoreError(f"{directory} is not a kgagent memory (manifest format mismatch)")
+    problem = manifest_problem(data)
+    if problem:
+        raise MemoryStoreError(
+            f"the manifest {p} is damaged: {problem}; restore it from backups/ or an export"
+        )
     return data
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def encoder_problem(enc: Any) -> str | None:
+    """What is wrong with a manifest's ``encoder`` (None, or identity, dim, thresholds)."""
+    if enc is None:
+        return None
+    if not isinstance(enc, dict):
+        return f"encoder is {enc!r}, not an object"
+    identity, dim, th = enc.get("identity"), enc.get("dim"), enc.get("thresholds")
+    if not isinstance(identity, str) or not identity:
+        return f"encoder.identity is {identity!r}, not a name"
+    if not _count(dim) or not 0 < dim <= MAX_DIM:
+        return f"encoder.dim is {dim!r}, not a whole number in 1..{MAX_DIM}"
+    if (
+        not isinstance(th, (list, tuple))
+        or len(th) != 2
+        or not all(_number(t) and -1.0 <= t <= 1.0 for t in th)
+    ):
+        return f"encoder.thresholds is {th!r}, not two cosines [θ_merge, θ_simi] in [-1, 1]"
+    return None
+
+
+def manifest_problem(data: dict[str, Any]) -> str | None:
+    """The first field of a manifest that a hand edit or a bad archive got wrong, or None."""
+    version = data.get("schema_version", 0)
+    if not _count(version) or version < 0:
+        return f"schema_version is {version!r}, not a whole number >= 0"
+    engine = data.get("engine", "kuzu")
+    if engine not in ("ladybug", "kuzu"):
+        return f"engine is {engine!r}, not ladybug or kuzu"
+    for key in ("created", "updated"):
+        if key in data and not (_number(data[key]) and data[key] >= 0):
+            return f"{key} is {data[key]!r}, not a time (seconds since 1970)"
+    if "memory_id" in data and not (isinstance(data["memory_id"], str) and data["memory_id"]):
+        return f"memory_id is {data['memory_id']!r}, not an id"
+    return encoder_problem(data.get("encoder"))
 
 
 def write_manifest(directory: Path, data: dict[str, Any]) -> None:
@@ -63,8 +128,9 @@ def png_bytes(image: np.ndarray) -> bytes:
 class BlobStore:
     """Content-addressed PNGs: ``blobs/ab/<sha256>.png``; writing twice is free."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, space: Any = None) -> None:
         self.directory = directory
+        self.space = space  # a SpaceGuard: refuse a new blob once the disk is nearly full
 
     def path(self, blob_id: str) -> Path:
         if len(blob_id) != 64 or any(c not in "0123456789abcdef" for c in blob_id):
@@ -75,7 +141,12 @@ class BlobStore:
         blob_id = hashlib.sha256(data).hexdigest()
         p = self.path(blob_id)
         if not p.exists():
-            atomic_write(p, data)
+            if self.space is not None:
+                self.space.check()
+            # Not fsynced: a blob is written once, many per step (object crops), and a
+            # killed process keeps it; a power cut can lose it like the step's vectors
+            # (`memory check` reports a missing blob).
+            atomic_write(p, data, sync=False)
         return blob_id
 
     def put_image(self, image: np.ndarray) -> str:
@@ -90,6 +161,17 @@ class BlobStore:
     def get_image(self, blob_id: str) -> np.ndarray:
         with Image.open(io.BytesIO(self.get_bytes(blob_id))) as im:
             return np.asarray(im.convert("RGB"))
+
+    def sha256(self, blob_id: str) -> str:
+        """The hash of a blob's content, read in chunks (a blob may be large)."""
+        h = hashlib.sha256()
+        try:
+            with self.path(blob_id).open("rb") as f:
+                for chunk in iter(lambda: f.read(HASH_CHUNK), b""):
+                    h.update(chunk)
+        except FileNotFoundError:
+            raise MemoryStoreError(f"blob {blob_id} is missing from {self.directory}") from None
+        return h.hexdigest()
 
     def all_ids(self) -> list[str]:
         if not self.directory.exists():

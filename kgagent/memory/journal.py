@@ -1,10 +1,10 @@
 """The vector journal: a small append-only log in front of the LanceDB table.
 
-A LanceDB append costs 3–9 ms on this machine (a new fragment, a new table
-version, work on a background thread), which was most of a merge. So a state's
-new vector revision is first written here: one ``os.write`` of a checksummed
-record (tens of microseconds) *before* the graph transaction that commits the
-revision. Records are moved into LanceDB in batches (``memory.vector_flush_rows``),
+A LanceDB append costs milliseconds (a new fragment, a new table version, work
+on a background thread), which would be most of a merge (docs/benchmarks.md). So
+a state's new vector revision is first written here: one ``os.write`` of a
+checksummed record (tens of microseconds) *before* the graph transaction that
+commits the revision. Records are moved into LanceDB in batches (``memory.vector_flush_rows``),
 on close, and on the next read-write open; only then is the journal emptied.
 
 The format is plain bytes, never pickled or executed:

@@ -82,17 +82,15 @@ def apply(db: GraphDB, migs: list[Migration]) -> list[int]:
         db.execute(queries.get("migrations_bootstrap").text)
     done = []
     for mig in migs:
-        db.begin()
         try:
-            for stmt in mig.statements:
-                db.execute(stmt)
-            db.execute(
-                queries.get("migration_record").text,
-                {"version": mig.version, "name": mig.name, "now": time.time()},
-            )
-            db.commit()
+            with db.transaction():
+                for stmt in mig.statements:
+                    db.execute(stmt)
+                db.execute(
+                    queries.get("migration_record").text,
+                    {"version": mig.version, "name": mig.name, "now": time.time()},
+                )
         except QueryError as e:
-            db.rollback()
             raise SchemaVersionError(
                 f"migration {mig.version:04d}_{mig.name} failed: {e}"
             ) from None

@@ -3,25 +3,25 @@
 Each ``*.cypher`` file holds blocks that start with ``// name: some_name``;
 comment lines right after the name are the query's description. Parameters
 are always ``$bound``, never formatted into the text.
+
+A file whose name starts with ``_`` (``_transaction.cypher``) holds *internal*
+queries: statements the memory issues itself and that mean nothing alone
+(``BEGIN TRANSACTION``). :func:`public` leaves them out (``kgagent query --list``)
+and :meth:`kgagent.memory.Memory.run_named` refuses them.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 
 from kgagent.errors import QueryError
+from kgagent.memory import guard
+from kgagent.memory.cypher_lexer import blank_strings_and_comments
 
 _NAME = re.compile(r"^//\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
-_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
-_WRITE = re.compile(
-    r"\b(CREATE|MERGE|SET|DELETE|DETACH|REMOVE|DROP|ALTER|COPY|IMPORT|EXPORT|ATTACH|"
-    r"INSTALL|LOAD|BEGIN|COMMIT|ROLLBACK|CHECKPOINT|USE)\b",
-    re.IGNORECASE,
-)
-_WRITE_CALL = re.compile(r"\bCALL\s+(?!show_|table_info|current_setting|db_version|table_)", re.I)
 
 
 @dataclass(frozen=True)
@@ -33,32 +33,40 @@ class NamedQuery:
 
     @property
     def params(self) -> list[str]:
-        seen: list[str] = []
-        for p in _PARAM.findall(strip_strings(self.text)):
-            if p not in seen:
-                seen.append(p)
-        return seen
+        return params_of(self.text)
 
     @property
-    def writes(self) -> bool:
+    def writes(self) -> str | None:
         return writes(self.text)
+
+    @cached_property
+    def mutates(self) -> bool:
+        """Writes the graph or reaches outside it (cached: the memory asks on every call)."""
+        return bool(writes(self.text))
+
+    @property
+    def internal(self) -> bool:
+        """Issued by the memory itself (its file's name starts with ``_``)."""
+        return self.source.startswith("_")
+
+
+def params_of(text: str) -> list[str]:
+    """The ``$parameters`` a Cypher text uses, in order of first use (strings and comments skipped)."""
+    return guard.params_of(text)
 
 
 def strip_strings(text: str) -> str:
     """Cypher text with string literals and comments blanked (for keyword checks)."""
-    out = re.sub(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|`[^`]*`", "''", text)
-    out = re.sub(r"//[^\n]*|/\*.*?\*/", " ", out, flags=re.S)
-    return out
+    return blank_strings_and_comments(text)
 
 
 def writes(text: str) -> str | None:
-    """The first keyword that makes ``text`` write, or None for a read-only query."""
-    bare = strip_strings(text)
-    m = _WRITE.search(bare)
-    if m:
-        return m.group(1).upper()
-    m = _WRITE_CALL.search(bare)
-    return "CALL" if m else None
+    """What makes ``text`` more than a read (it writes, or reaches files or settings), or None.
+
+    The tokenizer-based check of :mod:`kgagent.memory.guard`.
+    """
+    v = guard.classify(text)
+    return v.writes or v.files
 
 
 def parse(text: str, source: str) -> dict[str, NamedQuery]:
@@ -106,6 +114,13 @@ def load_all() -> dict[str, NamedQuery]:
                     )
                 out[name] = q
     return out
+
+
+def public() -> list[NamedQuery]:
+    """The queries a user may run by name (internal ones left out), by file and name."""
+    return sorted(
+        (q for q in load_all().values() if not q.internal), key=lambda q: (q.source, q.name)
+    )
 
 
 def get(name: str) -> NamedQuery:

@@ -1,4 +1,4 @@
-"""Visual change Δ between consecutive screenshots (SPEC: Environment IO).
+"""Visual change Δ between consecutive screenshots (the papers' Δ_ij, Eq. 1).
 
 One shared definition, used by the skill-edge weight (Eq. 1), by augmentation
 ("nothing changed" means Δ below a floor) and by the benchmarks, so that every
@@ -38,15 +38,18 @@ def to_gray(image: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(gray)
 
 
-def visual_change(a: np.ndarray, b: np.ndarray, threshold: int = 30) -> float:
+def visual_change(a: np.ndarray, b: np.ndarray, threshold: int) -> float:
     """Δ_ij: the fraction of pixels whose grey-level absolute difference exceeds ``threshold``.
 
-    Strictly greater than: a difference of exactly ``threshold`` is not a change
-    (SPEC: "exceeds 30"). Raises ``ValueError`` when the two screens differ in
-    size, because a resized window is not a pixel-wise change and silently
-    cropping would hide it.
+    Strictly greater than: a difference of exactly ``threshold`` is not a change (the
+    papers: "exceeds 30"). Two screens of different sizes (a window resized between
+    them) differ everywhere: Δ = 1.0. Cropping one to the other would hide the resize,
+    and refusing would end a run over a program that resized its own window.
     """
-    mask = _change_mask(a, b, threshold)
+    ga, gb = to_gray(a), to_gray(b)
+    if ga.shape != gb.shape:
+        return 1.0
+    mask = cv2.absdiff(ga, gb) > threshold
     if mask.size == 0:
         return 0.0
     return float(np.count_nonzero(mask)) / float(mask.size)
@@ -68,17 +71,25 @@ def idle_change(
     threshold: int = 30,
     sleep: Callable[[float], None] = time.sleep,
 ) -> float:
-    """The largest Δ between a first screenshot and later ones taken without acting.
+    """The largest Δ between a still frame and later ones taken without acting.
 
-    A real program may change its screen on its own (a caret, a clock, a spinner,
-    a video). That change is noise to every "did the action change anything?"
-    test, so it is measured before the agent acts: screenshots every
-    ``interval_s`` for ``duration_s``, each compared with the first. Returns 0.0
-    for a screen that stays still (every built-in game).
+    A real program may change its screen on its own (a caret, a clock, a spinner, a
+    video). That change is noise to every "did the action change anything?" test, so it
+    is measured before the agent acts: screenshots every ``interval_s`` for
+    ``duration_s``, each compared with the first. A program that has just started may
+    still be drawing its first screen, which is no noise: the probe first waits (up to
+    ``duration_s`` more) for two consecutive screenshots to be equal and measures from
+    there. Returns 0.0 for a screen that stays still (every built-in game).
     """
-    first = observe()
-    worst = 0.0
     n = max(1, int(round(duration_s / interval_s))) if interval_s > 0 else 1
+    first = observe()
+    for _ in range(n):  # wait until the screen holds still once (or give up)
+        sleep(max(interval_s, 0.0))
+        cur = observe()
+        if cur.shape == first.shape and np.array_equal(cur, first):
+            break
+        first = cur
+    worst = 0.0
     for _ in range(n):
         sleep(max(interval_s, 0.0))
         worst = max(worst, visual_change(first, observe(), threshold))
@@ -86,7 +97,7 @@ def idle_change(
 
 
 def changed_regions(
-    a: np.ndarray, b: np.ndarray, threshold: int = 30, *, grow: int = 8, min_pixels: int = 16
+    a: np.ndarray, b: np.ndarray, threshold: int, *, grow: int, min_pixels: int
 ) -> list[tuple[int, int, int, int]]:
     """Bounding boxes ``(x, y, w, h)`` of the places where the screen changed from ``a`` to ``b``.
 

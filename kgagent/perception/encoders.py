@@ -1,4 +1,4 @@
-"""State encoders: screenshots to unit-normalised feature vectors (SPEC: Memory, State node).
+"""State encoders: screenshots to unit-normalised feature vectors (a state node's feature x_i).
 
 * :class:`ClipEncoder` -- open_clip (ViT-B/32 by default, the papers' encoder),
   weights from a local state-dict file or an open_clip pretrained tag.
@@ -75,7 +75,7 @@ class PixelEncoder:
 
     The weights were chosen on the built-in games by maximising how well
     "same screen, other content" pairs separate from "other screen" pairs
-    (benchmarks/calibrate_pixel.py), then rounded.
+    (benchmarks/experiments/calibrate_pixel.py), then rounded.
 
     A 1280×720 screen is first reduced once to 160×90 (area interpolation,
     which averages away text and numbers that change without changing the

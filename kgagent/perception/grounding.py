@@ -1,15 +1,20 @@
 """Grounding: find an object's reference crop on the current screen.
 
-SPEC: "to execute 'click object 24', template-match its crop against the
-current screen and click the centre of the best match. A match below threshold
-means the object is absent" -- so this module never returns a point for a
+To execute "click object 24", the object's reference crop is template-matched
+against the current screen and the centre of the best match is clicked; a match
+below threshold means the object is absent (the papers' grounding). So this module never returns a point for a
 match it does not believe in. Callers turn ``found=False`` into a
 :class:`kgagent.errors.GroundingError` (see :func:`ground_or_raise`).
+
+When the crop no longer matches but the object shows text, the agent looks for the text
+instead (:class:`TextGround`, made by ``kgagent.agent.observation.Observer.ground_text``
+from the screen's segments and their labels, :mod:`kgagent.perception.reader`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -31,6 +36,16 @@ MIN_TEMPLATE_SIDE = 3
 COARSE_MIN_SIDE = 12
 COARSE_PEAKS = 3
 COARSE_MARGIN = 0.2
+
+
+@dataclass
+class TextGround(GroundResult):
+    """A grounding by the object's text label instead of its crop (the crop no longer
+    matched): ``text`` is the label looked for; ``found`` only where a segment of the
+    screen shows it. ``point`` is that segment's centre; ``scale`` its width relative to
+    the object's reference crop."""
+
+    text: str = ""
 
 
 def ground(

@@ -1,4 +1,4 @@
-"""Segmenters: screenshots to candidate interactable UI objects (SPEC: Objects).
+"""Segmenters: screenshots to candidate interactable UI objects (the papers use Segment Anything).
 
 Two implementations behind one protocol (:class:`~kgagent.perception.base.Segmenter`):
 

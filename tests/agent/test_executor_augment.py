@@ -8,12 +8,12 @@ import pytest
 from kgagent.actions import Operation
 from kgagent.agent.augment import augment, op_key
 from kgagent.agent.executor import execute
-from kgagent.agent.invocation import MctsStats
-from kgagent.envs.base import Screen
+from kgagent.agent.screen import Screen
+from kgagent.agent.state_stats import StateStats
 from kgagent.memory import Skill
 from kgagent.perception.segmenters import phash
 
-from .toy import TEX, A, B, FramedEnv, T, ToyEnv
+from .toy import TEX, A, B, FramedEnv, KnownObjects, T, ToyEnv, observation
 
 
 def _objects(memory):
@@ -26,7 +26,9 @@ def _objects(memory):
 def test_execute_grounds_object_and_clicks_its_centre(memory, cfg, toy) -> None:
     objs = _objects(memory)
     screen = Screen(toy)
-    ex = execute([Operation("click", object_id=objs["B"].id)], screen, memory.object_crop, cfg)
+    ex = execute(
+        [Operation("click", object_id=objs["B"].id)], screen, KnownObjects(memory, []), cfg
+    )
     assert ex.ok and toy.selected
     a = ex.ops[0].action
     assert (a.x, a.y) == (B[0] + B[2] // 2, B[1] + B[3] // 2)
@@ -43,7 +45,7 @@ def test_grounding_failure_aborts_without_clicking(memory, cfg, toy) -> None:
     objs = _objects(memory)
     screen = Screen(toy)
     ops = [Operation("click", object_id=ghost.id), Operation("click", object_id=objs["A"].id)]
-    ex = execute(ops, screen, memory.object_crop, cfg)
+    ex = execute(ops, screen, KnownObjects(memory, []), cfg)
     assert not ex.ok and ex.grounding_failed and "not found" in ex.error
     assert toy.steps == 0  # nothing reached the program, not even the second op
     assert ex.actions == 0 and ex.ops[0].action is None
@@ -57,7 +59,7 @@ def test_two_step_skill_and_keys(memory, cfg, toy) -> None:
         Operation("click", object_id=objs["T"].id),
         Operation("key", key="enter"),
     ]
-    ex = execute(ops, screen, memory.object_crop, cfg)
+    ex = execute(ops, screen, KnownObjects(memory, []), cfg)
     assert ex.ok and toy.fired == 1 and ex.actions == 3
     assert ex.ops[2].change == 0.0  # the key did nothing
 
@@ -68,20 +70,11 @@ class DeadEnv(ToyEnv):
         return self.observe(), 0.0, False, False, {}
 
 
-def _run_augment(memory, cfg, env, objs, tree, library=(), seed=0):
+def _run_augment(memory, cfg, env, objs, stats, library=(), seed=0):
     screen = Screen(env)
-    res = augment(
-        screen,
-        objects=list(objs.values()),
-        objects_on=lambda img: list(objs.values()),
-        tree=tree,
-        library=list(library),
-        crop_of=memory.object_crop,
-        present=lambda oid: True,
-        cfg=cfg,
-        rng=np.random.default_rng(seed),
-    )
-    return res
+    known = KnownObjects(memory, objs.values())
+    obs = observation(screen.observe(), objs.values())
+    return augment(screen, obs, known, stats, list(library), cfg, np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -91,15 +84,15 @@ def test_augment_stops_at_first_effect_and_keeps_no_dead_operation(memory, cfg, 
     env = ToyEnv()
     env.reset()
     objs = _objects(memory)
-    tree = MctsStats()
-    res = _run_augment(memory, cfg, env, objs, tree, seed=seed)
+    stats = StateStats()
+    res = _run_augment(memory, cfg, env, objs, stats, seed=seed)
     assert res.found and res.k == 1 and res.prefix is None
     changes = [c for _, c in res.tried]
     assert changes[-1] >= cfg.augment.min_change  # the kept operation had an effect
     assert all(c < cfg.augment.min_change for c in changes[:-1])  # every earlier one did not
     assert len(res.operations) == 1  # the no-change operations were not kept
     assert env.steps == len(res.tried)  # nothing was tried after the first effect
-    assert len(tree.tried("")) == len(res.tried)
+    assert len(stats.tried("")) == len(res.tried)
 
 
 def test_augment_does_not_repeat_dead_operations(memory, cfg) -> None:
@@ -108,13 +101,13 @@ def test_augment_does_not_repeat_dead_operations(memory, cfg) -> None:
     env = DeadEnv()  # nothing responds to anything
     env.reset()
     objs = _objects(memory)
-    tree = MctsStats()
-    first = _run_augment(memory, cfg, env, objs, tree, seed=1)
-    second = _run_augment(memory, cfg, env, objs, tree, seed=1)
+    stats = StateStats()
+    first = _run_augment(memory, cfg, env, objs, stats, seed=1)
+    second = _run_augment(memory, cfg, env, objs, stats, seed=1)
     assert not first.found and not second.found
     assert len(first.tried) == len(second.tried) == 4
     assert not {d for d, _ in first.tried} & {d for d, _ in second.tried}
-    assert len(tree.tried("")) == 8
+    assert len(stats.tried("")) == 8
 
 
 def test_augment_grows_k_from_a_validated_prefix(memory, cfg) -> None:
@@ -124,7 +117,7 @@ def test_augment_grows_k_from_a_validated_prefix(memory, cfg) -> None:
     objs = _objects(memory)
     select_b = Operation("click", object_id=objs["B"].id)
     prefix = Skill("k-b", "select B", "", [select_b], fitness=1.0, executions=1)
-    tree = MctsStats()
+    stats = StateStats()
     # Every single action from this state has been tried already: k must grow.
     from kgagent.agent.augment import object_actions, residual_actions
 
@@ -132,21 +125,21 @@ def test_augment_grows_k_from_a_validated_prefix(memory, cfg) -> None:
     for op in object_actions(list(objs.values()), rng, 0.0) + residual_actions(
         (240, 160), list(objs.values()), cfg, rng
     ):
-        tree.mark_tried("", op_key(op), 0.0)
-    res = _run_augment(memory, cfg, env, objs, tree, library=[prefix], seed=3)
+        stats.mark_tried("", op_key(op), 0.0)
+    res = _run_augment(memory, cfg, env, objs, stats, library=[prefix], seed=3)
     assert res.k == 2 and res.prefix is prefix and res.prefix_executed
     assert res.found and res.operations[0] == select_b and len(res.operations) == 2
-    assert tree.tried(prefix.id)  # extensions are remembered per prefix
+    assert stats.tried(prefix.id)  # extensions are remembered per prefix
 
 
-def _all_singles_tried(objs, cfg, tree) -> None:
+def _all_singles_tried(objs, cfg, stats) -> None:
     from kgagent.agent.augment import object_actions, residual_actions
 
     rng = np.random.default_rng(0)
     for op in object_actions(list(objs.values()), rng, 0.0) + residual_actions(
         (240, 160), list(objs.values()), cfg, rng
     ):
-        tree.mark_tried("", op_key(op), 0.0)
+        stats.mark_tried("", op_key(op), 0.0)
 
 
 def test_reaction_focus_drops_where_the_agent_acted_and_whole_screens(cfg) -> None:
@@ -205,9 +198,9 @@ def test_after_a_prefix_the_place_that_reacted_is_tried_first(memory, cfg, seed)
     env.reset()
     objs = _objects(memory)
     prefix = Skill("k-b", "select B", "", [Operation("click", object_id=objs["B"].id)])
-    tree = MctsStats()
-    _all_singles_tried(objs, cfg, tree)
-    res = _run_augment(memory, cfg, env, objs, tree, library=[prefix], seed=seed)
+    stats = StateStats()
+    _all_singles_tried(objs, cfg, stats)
+    res = _run_augment(memory, cfg, env, objs, stats, library=[prefix], seed=seed)
     assert res.k == 2 and res.found and env.fired == 1
     assert res.operations[1] == Operation("click", object_id=objs["T"].id, object_name="btnT")
 
@@ -223,9 +216,9 @@ def test_without_focus_one_try_after_the_prefix_usually_misses(memory, cfg) -> N
     for seed in range(4):
         env = FramedEnv()
         env.reset()
-        tree = MctsStats()
-        _all_singles_tried(objs, cfg, tree)
-        found.append(_run_augment(memory, cfg, env, objs, tree, library=[prefix], seed=seed).found)
+        stats = StateStats()
+        _all_singles_tried(objs, cfg, stats)
+        found.append(_run_augment(memory, cfg, env, objs, stats, library=[prefix], seed=seed).found)
     assert not all(found)
 
 
@@ -235,9 +228,9 @@ def test_k1_follows_the_last_reaction_even_past_a_dead_try(memory, cfg) -> None:
     env = FramedEnv()
     env.reset()
     objs = _objects(memory)
-    tree = MctsStats()
+    stats = StateStats()
     click_t = Operation("click", object_id=objs["T"].id, object_name="btnT")
-    tree.mark_tried("", op_key(click_t), 0.0)  # T did nothing when nothing was selected
+    stats.mark_tried("", op_key(click_t), 0.0)  # T did nothing when nothing was selected
     screen = Screen(env)
     screen.observe()
     b = (B[0] + B[2] // 2, B[1] + B[3] // 2)
@@ -245,17 +238,9 @@ def test_k1_follows_the_last_reaction_even_past_a_dead_try(memory, cfg) -> None:
 
     screen.act(Action(kind="click", x=b[0], y=b[1]))  # the agent selected B last step
     assert screen.last_reaction is not None
-    res = augment(
-        screen,
-        objects=list(objs.values()),
-        objects_on=lambda img: list(objs.values()),
-        tree=tree,
-        library=[],
-        crop_of=memory.object_crop,
-        present=lambda oid: True,
-        cfg=cfg,
-        rng=np.random.default_rng(0),
-    )
+    known = KnownObjects(memory, objs.values())
+    obs = observation(screen.observe(), objs.values())
+    res = augment(screen, obs, known, stats, [], cfg, np.random.default_rng(0))
     assert res.found and res.k == 1 and res.operations == [click_t] and env.fired == 1
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 
 from kgagent.actions import Operation
-from kgagent.agent.loop import Agent, StepRecord
+from kgagent.agent.episode import Episode
+from kgagent.agent.loop import Agent
+from kgagent.agent.screen import Screen
+from kgagent.brain.base import Judgement
 from kgagent.brain.offline import OfflineBrain
-from kgagent.envs.base import Screen
+from kgagent.runlog import StepRecord
 
 from .toy import A, B, T, ToyEnv
 
@@ -39,7 +40,7 @@ def _objects(agent: Agent, memory, env: ToyEnv) -> dict[str, str]:
     """Segment the toy's first screen through the agent, return {widget: object id}."""
     img = env.observe()
     ids = {}
-    for seg in agent.segmenter.segment(img):
+    for seg in agent.observer.segmenter.segment(img):
         obj = memory.upsert_object(seg.crop, seg.bbox, seg.phash)
         key = {A: "A", B: "B", T: "T"}[seg.bbox]
         ids[key] = obj.id
@@ -96,7 +97,12 @@ def test_hq_candidates_are_invoked_first(cfg, memory, encoder, segmenter, toy) -
     assert rec.executions[0].path == "hq" and rec.executions[0].skill_id == k.id
     assert toy.panel  # it really ran
     assert memory.get_skill(k.id).executions == 1
-    assert agent._tree(here.id).n(k.id) == 1  # MCTS statistics updated
+    # the execution wrote its own skill edge from here, beside the one the test made
+    landed = rec.executions[0].to_state
+    assert {(e.src, e.dst) for e in memory.skill_edges(k.id)} == {
+        (here.id, there.id),
+        (here.id, landed),
+    }
 
 
 def test_hq_skill_with_every_object_missing_is_skipped_then_cluster_then_augmentation(
@@ -118,7 +124,6 @@ def test_hq_skill_with_every_object_missing_is_skipped_then_cluster_then_augment
     assert "choose_cluster" in brain.calls  # stage 2 was asked
     # the only skill of the cluster has all its objects missing: filtered out -> explore
     assert paths[-1] == "augment"
-    assert ids  # the toy's widgets are known objects
     assert memory.get_skill(k.id).executions == 0 and memory.get_skill(k.id).failures == 0
 
 
@@ -160,7 +165,6 @@ def test_hq_attempt_that_changes_nothing_falls_back_to_stage_2(
     paths = [e.path for e in rec.executions]
     assert paths[0] == "hq" and paths[-1] in ("cluster", "augment") and len(paths) >= 2
     assert memory.get_skill(k.id).executions == 1
-    assert ids
 
 
 def test_stage_1_checks_each_draw_against_the_screen_as_it_is_now(tmp_path, cfg, encoder) -> None:
@@ -235,17 +239,9 @@ def test_low_reward_streak_prunes_the_skill(cfg, memory, encoder, segmenter, toy
     ids = _objects(agent, memory, toy)
     k = memory.add_skill("toggle", "", [Operation("click", object_id=ids["A"])])
     screen = Screen(toy)
-    here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
-    rec = agent.step(screen)  # bootstrap: agent state
+    rec = StepRecord(step=1, state_id="", path="idle")
     for _ in range(2):
-        agent._run_skill(
-            screen,
-            memory.get_skill(k.id),
-            "hq",
-            here.id,
-            encoder.encode([screen.observe()])[0],
-            rec,
-        )
+        agent.run_skill(screen, memory.get_skill(k.id), "hq", agent.observer.observe(screen), rec)
     assert memory.get_skill(k.id).status == "pruned"
     assert k.id in rec.skills_pruned
 
@@ -274,11 +270,9 @@ def test_repeated_failures_suspend_then_release(cfg, memory, encoder, segmenter,
     agent = _agent(cfg, memory, encoder, segmenter, StubBrain())
     k = memory.add_skill("dead key", "", [Operation("key", key="f9")])  # changes nothing
     screen = Screen(toy)
-    here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
     rec = agent.step(screen)
-    feat = encoder.encode([screen.observe()])[0]
     for _ in range(2):
-        agent._run_skill(screen, memory.get_skill(k.id), "hq", here.id, feat, rec)
+        agent.run_skill(screen, memory.get_skill(k.id), "hq", agent.observer.observe(screen), rec)
     assert memory.get_skill(k.id).status == "suspended" and k.id in rec.skills_suspended
     agent.step(screen)
     agent.step(screen)
@@ -286,44 +280,44 @@ def test_repeated_failures_suspend_then_release(cfg, memory, encoder, segmenter,
 
 
 # ------------------------------------------------------------------ screen novelty
-def test_screen_novelty_per_state_and_episode(cfg, memory, encoder, segmenter) -> None:
+def test_screen_novelty_per_state_and_episode(cfg) -> None:
     """Quarter-resolution grey screens; new iff Δ > screen_novelty_change against every one kept."""
     cfg.rewards.screen_novelty_cap = 2
-    agent = _agent(cfg, memory, encoder, segmenter, StubBrain())
+    ep = Episode(cfg)
+    register = ep.screens.register
     base = np.zeros((80, 80, 3), np.uint8)
-    assert agent._register_screen("s", base) is True  # first screen of the state
-    assert agent._register_screen("s", base.copy()) is False  # the same configuration
+    assert register("s", base) is True  # first screen of the state
+    assert register("s", base.copy()) is False  # the same configuration
     cursor = base.copy()
     cursor[40, 40] = 255  # one pixel: area-averaged to 255/16 < 30 grey levels, Δ = 0
-    assert agent._register_screen("s", cursor) is False
+    assert register("s", cursor) is False
     digit = base.copy()
     digit[0:8, 0:8] = 255  # 2×2 of 20×20 reduced pixels: Δ = 0.01 > 0.001
-    assert agent._register_screen("s", digit) is True
-    assert agent._register_screen("other", base) is True  # per state
+    assert register("s", digit) is True
+    assert register("other", base) is True  # per state
     third = base.copy()
     third[40:48, 40:48] = 255
-    assert agent._register_screen("s", third) is True  # cap 2: `base` is dropped (FIFO)
-    assert len(agent._screens["s"]) == 2
-    assert agent._register_screen("s", base) is True
-    # the cap over all states: the oldest screen of any state goes first
-    agent.cfg.rewards.screen_novelty_total_cap = 3
-    assert agent._register_screen("s", cursor) is False  # ≈ base: no new entry
-    assert agent._register_screen("third-state", base) is True
-    assert sum(len(q) for q in agent._screens.values()) == agent._screen_count == 3
-    assert agent._screens["other"] == deque()  # the oldest screen kept was dropped
-    assert [q for q, _ in agent._screens["s"]] == [4, 5]  # `third`, `base` (sequence numbers)
-    agent.new_episode()
-    assert agent._screens == {} and agent._register_screen("s", digit) is True
+    assert register("s", third) is True  # cap 2: `base` is dropped (FIFO) ...
+    assert ep.screens.kept("s") == 2
+    assert register("s", digit) is False  # ... `digit` is still known
+    assert register("s", base) is True  # ... `base` was forgotten; now `digit` goes
+    # the cap over all states: the oldest screen kept, of any state, goes first
+    cfg.rewards.screen_novelty_total_cap = 3
+    assert register("third-state", base) is True  # 4 kept > 3: `other`'s screen is dropped
+    assert ep.screens.total == 3 and ep.screens.kept("other") == 0
+    assert register("s", third) is False and register("s", base) is False  # both still kept
+    ep.clear()
+    assert ep.screens.total == 0 and register("s", base) is True
 
 
-def test_screen_novelty_threshold_is_config(cfg, memory, encoder, segmenter) -> None:
+def test_screen_novelty_threshold_is_config(cfg) -> None:
     cfg.rewards.screen_novelty_change = 0.02  # Δ = 0.01 is now too small
-    agent = _agent(cfg, memory, encoder, segmenter, StubBrain())
+    ep = Episode(cfg)
     base = np.zeros((80, 80, 3), np.uint8)
     digit = base.copy()
     digit[0:8, 0:8] = 255
-    assert agent._register_screen("s", base) is True
-    assert agent._register_screen("s", digit) is False
+    assert ep.screens.register("s", base) is True
+    assert ep.screens.register("s", digit) is False
 
 
 def test_transition_carries_screen_novelty(cfg, memory, encoder, segmenter, toy) -> None:
@@ -345,41 +339,35 @@ def test_transition_carries_screen_novelty(cfg, memory, encoder, segmenter, toy)
     screen = Screen(toy)
     agent.step(screen)  # registers the first screen(s)
     toy.reset()
-    agent._last = None
-    hit, feat = agent._merge(screen.observe())
+    screen.refresh()
+    obs = agent.observer.observe(screen)
     brain.seen.clear()
-    rec = StepRecord(step=0, state_id=hit.id, path="idle")
-    agent._run_skill(screen, memory.get_skill(select.id), "hq", hit.id, feat, rec)
-    agent._run_skill(screen, memory.get_skill(select.id), "hq", hit.id, feat, rec)
+    rec = StepRecord(step=0, state_id=obs.state.id, path="idle")
+    agent.run_skill(screen, memory.get_skill(select.id), "hq", obs, rec)
+    agent.run_skill(screen, memory.get_skill(select.id), "hq", obs, rec)
     assert brain.seen[0][1] is True  # the highlight: a screen not seen in this episode
     assert brain.seen[1][1] is False  # clicking again changes nothing: the same screen
 
 
 # ------------------------------------------------------------------ anti-cycling
-def test_mark_stale_exact(cfg, memory, encoder, segmenter) -> None:
-    from kgagent.brain.base import Judgement
-
+def test_mark_stale_exact(cfg) -> None:
     cfg.invocation.stale_steps = 3
-    agent = _agent(cfg, memory, encoder, segmenter, StubBrain())
-    agent.step_no = 10
-    agent._mark_stale("v", "k", Judgement(True, False))
-    assert agent._stale == {("v", "k"): 10}
-    assert agent._is_stale("v", "k") and not agent._is_stale("w", "k")
-    agent.step_no = 12
-    assert agent._is_stale("v", "k")
-    agent.step_no = 13  # 13 − 10 = 3 steps: expired
-    assert not agent._is_stale("v", "k")
-    agent._mark_stale("v", "k", None)  # could not judge: counts as "no"
-    assert agent._is_stale("v", "k")
-    agent._mark_stale("v", "k", Judgement(False, True))  # progressive: cleared
-    assert agent._stale == {}
-    cfg2 = agent.cfg
-    cfg2.rewards.use_progress = False  # R_progress off: the judgement drives nothing
-    agent._mark_stale("v", "k", Judgement(True, False))
-    assert agent._stale == {}
-    cfg2.rewards.use_progress, cfg2.invocation.stale_steps = True, 0  # switched off
-    agent._mark_stale("v", "k", Judgement(True, False))
-    assert agent._stale == {}
+    ep = Episode(cfg)
+    ep.mark_stale("v", "k", Judgement(True, False), 10)
+    assert ep.is_stale("v", "k", 10) and not ep.is_stale("w", "k", 10)
+    assert not ep.is_stale("v", "other", 10)
+    assert ep.is_stale("v", "k", 12)
+    assert not ep.is_stale("v", "k", 13)  # 13 − 10 = 3 steps: expired
+    ep.mark_stale("v", "k", None, 13)  # could not judge: counts as "no"
+    assert ep.is_stale("v", "k", 14)
+    ep.mark_stale("v", "k", Judgement(False, True), 14)  # progressive: cleared
+    assert not ep.is_stale("v", "k", 14)
+    cfg.rewards.use_progress = False  # R_progress off: the judgement drives nothing
+    ep.mark_stale("v", "k", Judgement(True, False), 15)
+    assert not ep.is_stale("v", "k", 15)
+    cfg.rewards.use_progress, cfg.invocation.stale_steps = True, 0  # switched off
+    ep.mark_stale("v", "k", Judgement(True, False), 16)
+    assert not ep.is_stale("v", "k", 16)
 
 
 def test_stale_cluster_skill_gives_way_to_exploration(cfg, memory, encoder, segmenter, toy) -> None:
@@ -387,7 +375,7 @@ def test_stale_cluster_skill_gives_way_to_exploration(cfg, memory, encoder, segm
     cfg.invocation.tau_start = cfg.invocation.tau_min = 0.1
     brain, agent, k = _toggle_in_a_cluster(cfg, memory, encoder, segmenter, toy)
     here = memory.merge_or_create_state(encoder.encode([toy.observe()])[0])
-    agent._stale[(here.id, k.id)] = 0  # judged not progressive from here at step 0
+    agent.episode.mark_stale(here.id, k.id, Judgement(True, False), 0)  # not progressive at step 0
     rec = agent.step(Screen(toy))  # step 1: 1 − 0 < stale_steps
     assert rec.state_id == here.id
     assert [e.path for e in rec.executions] == ["augment"]
@@ -398,7 +386,7 @@ def test_stale_hq_candidate_is_not_sampled(cfg, memory, encoder, segmenter, toy)
     brain, agent, ids, here, there = _two_states(cfg, memory, encoder, segmenter, toy)
     k = memory.add_skill("toggle", "opens the panel", [Operation("click", object_id=ids["A"])])
     memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
-    agent._stale[(here.id, k.id)] = 0
+    agent.episode.mark_stale(here.id, k.id, Judgement(True, False), 0)
     rec = agent.step(Screen(toy))
     assert "hq" not in [e.path for e in rec.executions]
     assert rec.path == "augment"  # no candidates, no cluster: augmentation
@@ -456,66 +444,6 @@ def test_a_follow_up_of_a_command_is_a_skill_of_its_own(cfg, memory, encoder, se
     assert [op["object_id"] for op in first.operations] == [ids["T"]]  # ... but not glued to A
 
 
-def _select_then_draw(tmp_path, cfg, encoder, segmenter, seed):
-    """One step of FramedEnv with two proven skills from its state: select B, toggle A.
-
-    Returns the step's executions and the skills' ids (B, A, T's object). No early
-    stop, so stage 1 goes on drawing after an attempt unless something ends it.
-    """
-    from kgagent.memory import EncoderSpec, Memory
-
-    from .toy import FramedEnv
-
-    cfg.invocation.r_good = 1e9
-    cfg.augment.rare_action_prob = 0.0
-    cfg.memory.theta_merge, cfg.memory.theta_simi = 0.8, 0.5  # B's selection stays in v_i
-    env = FramedEnv()
-    env.reset()
-    with Memory.open(tmp_path / f"m{seed}", cfg, encoder=EncoderSpec.of(encoder)) as memory:
-        agent = _agent(cfg, memory, encoder, segmenter, StubBrain(), seed)
-        ids = _objects(agent, memory, env)
-        here = memory.merge_or_create_state(encoder.encode([env.observe()])[0])
-        there = memory.merge_or_create_state(np.eye(1, encoder.dim, 3, dtype=np.float32)[0])
-        select = memory.add_skill("B", "", [Operation("click", object_id=ids["B"])])
-        toggle = memory.add_skill("A", "", [Operation("click", object_id=ids["A"])])
-        for k in (select, toggle):
-            memory.upsert_skill_edge(here.id, there.id, k.id, 0.5, 1.0)
-        rec = agent.step(Screen(env))
-    return rec.executions, select.id, toggle.id, ids["T"], env
-
-
-def test_an_open_selection_is_completed_before_anything_else(
-    tmp_path, cfg, encoder, segmenter
-) -> None:
-    """After B is selected (T framed, nothing known completes it), T is searched next.
-
-    Without the rule, stage 1 goes on with its next draw (A) and the reaction
-    that pointed at T is gone; with it, the very next execution is the follow-up
-    search, which keeps "B, then T".
-    """
-    seen_after_b: dict[bool, set[str]] = {True: set(), False: set()}
-    for rule in (True, False):
-        cfg.augment.complete_selections = rule
-        for seed in range(6):
-            ex, select, toggle, t_obj, env = _select_then_draw(
-                tmp_path / str(rule), cfg, encoder, segmenter, seed
-            )
-            hq = [e.skill_id for e in ex if e.path == "hq"]
-            if select not in hq:
-                continue
-            i = next(i for i, e in enumerate(ex) if e.path == "hq" and e.skill_id == select)
-            assert ex[i].to_state == ex[i].from_state  # the premise: B stays in v_i
-            nxt = ex[i + 1]
-            seen_after_b[rule].add(nxt.path if nxt.skill_id != toggle else "A")
-            if rule:
-                assert nxt.path == "augment" and "open selection; " in nxt.note
-                assert "k=2" in nxt.note
-                assert [op["object_id"] for op in nxt.operations][-1] == t_obj
-                assert env.fired == 1
-    assert seen_after_b[True] == {"augment"}
-    assert "A" in seen_after_b[False]  # the control: without the rule, A ran next
-
-
 def test_without_a_previous_skill_the_framed_target_alone_is_kept(
     cfg, memory, encoder, segmenter
 ) -> None:
@@ -564,12 +492,12 @@ def test_a_changed_screen_of_a_known_state_is_segmented_again(cfg, memory, encod
     seg = _BarSegmenter()
     agent = _agent(cfg, memory, encoder, seg, StubBrain())
     s = memory.merge_or_create_state(encoder.encode([toy.observe()])[0]).id
-    first = agent._objects_for(s, toy.observe(), True)
+    first = agent.observer.objects_for(s, toy.observe(), True)
     assert seg.calls == 1 and len(first) == 3
-    assert agent._objects_for(s, toy.observe(), False) == first  # the same screen again
+    assert agent.observer.objects_for(s, toy.observe(), False) == first  # the same screen again
     assert seg.calls == 1
     toy.fired = 1  # the bar appears: Δ = 400 px / 38,400 = 1 % > augment.min_change
-    now = agent._objects_for(s, toy.observe(), False)
+    now = agent.observer.objects_for(s, toy.observe(), False)
     assert seg.calls == 2 and len(now) == 4
     assert {o.id for o in first} < {o.id for o in now}  # the same widgets are the same objects
     assert {o.id for o in memory.state_objects(s)} == {o.id for o in now}  # linked to the state
@@ -580,10 +508,12 @@ def test_without_resegment_a_state_keeps_its_first_objects(cfg, memory, encoder,
     seg = _BarSegmenter()
     agent = _agent(cfg, memory, encoder, seg, StubBrain())
     s = memory.merge_or_create_state(encoder.encode([toy.observe()])[0]).id
-    first = agent._objects_for(s, toy.observe(), True)
+    first = agent.observer.objects_for(s, toy.observe(), True)
     toy.fired = 1
-    assert agent._objects_for(s, toy.observe(), False) == first and seg.calls == 1
+    assert agent.observer.objects_for(s, toy.observe(), False) == first and seg.calls == 1
     # a new agent (a new run) loads the state's objects from memory instead of segmenting
     again = _agent(cfg, memory, encoder, seg, StubBrain())
-    assert {o.id for o in again._objects_for(s, toy.observe(), False)} == {o.id for o in first}
+    assert {o.id for o in again.observer.objects_for(s, toy.observe(), False)} == {
+        o.id for o in first
+    }
     assert seg.calls == 1

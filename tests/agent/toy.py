@@ -188,3 +188,81 @@ class ArmEnv(ToyEnv):
         if getattr(self, "armed", False):
             _frame(img, T, 6, 3, (255, 255, 0))
         return img
+
+
+class KnownObjects:
+    """A fixed set of remembered objects, as the executor and augmentation look them up.
+
+    ``crop`` comes from memory; there is no position hint; "segmenting" any screen
+    gives the same objects (the toy's widgets never move).
+    """
+
+    def __init__(self, memory, objects) -> None:
+        self.memory = memory
+        self.objects = list(objects)
+
+    def crop(self, object_id: str) -> np.ndarray:
+        return self.memory.object_crop(object_id)
+
+    def hint(self, object_id: str):
+        return None
+
+    def segment(self, image: np.ndarray) -> list:
+        return list(self.objects)
+
+
+def observation(image: np.ndarray, objects, present=lambda oid: True):
+    """An Observation of ``image`` with ``objects`` (state and feature are not used)."""
+    from kgagent.agent.observation import Observation
+    from kgagent.records import StateHit
+
+    return Observation(image, StateHit("s-test", True, 1.0, 1), np.zeros(1), list(objects), present)
+
+
+class KeysEnv(Env):
+    """A keyboard-only toy: three letter keys do something, one two-key sequence scores.
+
+    ``j`` toggles a lamp, ``k`` arms (a marker shows), ``l`` fires when armed (the score
+    bar grows and the marker goes) and otherwise does nothing; every other key and every
+    click does nothing. Ground truth: how often it fired.
+    """
+
+    name = "keys-toy"
+
+    def __init__(self) -> None:
+        self.lamp = self.armed = False
+        self.fired = self.steps = 0
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return (W, H)
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        self.lamp = self.armed = False
+        self.fired = self.steps = 0
+        return self.observe(), {}
+
+    def step(self, action: Action) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self.steps += 1
+        if action.kind == "key":
+            if action.key == "j":
+                self.lamp = not self.lamp
+            elif action.key == "k":
+                self.armed = True
+            elif action.key == "l" and self.armed:
+                self.armed = False
+                self.fired += 1
+        return self.observe(), 0.0, False, False, {}
+
+    def observe(self) -> np.ndarray:
+        img = np.full((H, W, 3), 30, dtype=np.uint8)
+        img[20:50, 20:50] = TEX["A"][:30, :30]  # a static picture: nothing to click
+        if self.lamp:
+            img[20:50, 190:220] = (250, 230, 80)
+        if self.armed:
+            img[70:90, 110:130] = (80, 200, 250)
+        img[130:150, 10 : 10 + 11 * min(self.fired, 20)] = (220, 60, 60)
+        return img
+
+    def ground_truth(self) -> GroundTruth:
+        return GroundTruth(progression=float(self.fired), score=float(self.fired))

@@ -1,13 +1,39 @@
 """A local OpenAI-compatible chat-completions server for driving the real SDK in tests.
 
-Each test scripts the replies in order (``endpoint.push(...)``); when the
-script runs out, ``endpoint.default`` answers. Every request body is recorded,
-so tests can count retries and inspect what the brain sent.
+Two ways to answer:
+
+* scripted — a test pushes replies in order (``endpoint.push(...)``); when the
+  script runs out, ``endpoint.default`` answers;
+* a server profile — ``endpoint.profile = PROFILES["ollama"]``: a small fake model
+  answers every role from the request's text, and the profile decides how the
+  server behaves around it, as the real servers do:
+
+  - ``openai``: tools, ``response_format`` and ``usage``; now and then a refusal
+    (``message.refusal``, as structured outputs report one);
+  - ``vllm``: named ``tool_choice`` through guided decoding, ``response_format``,
+    ``usage``; errors as a bare ``{"object": "error", "message": ...}`` body;
+  - ``ollama``: a vision model without a tool template: ``tools`` → HTTP 400
+    ``{"error": {"message": "<model> does not support tools", ...}}``;
+    ``response_format`` and ``usage`` work;
+  - ``llamacpp``: ``llama-server`` without ``--jinja``: ``tools`` → HTTP 500
+    ``tools param requires --jinja flag``; ``response_format`` works; a little slow;
+  - ``lmstudio``: tools work; errors are a string body; a reply is sometimes cut
+    at ``max_tokens`` (``finish_reason: "length"``);
+  - ``plain``: a bare proxy: ignores ``tools`` and ``response_format`` and answers
+    in text with its own keys unless the prompt states the shape; no ``usage``;
+    sometimes 429 with ``Retry-After``;
+  - ``garbage``: answers prose, never JSON;
+  - ``slow``: answers after longer than the client waits.
+
+  (A dead server is a closed port: see the tests.)
+
+Every request body is recorded, so tests can count retries and inspect what was sent.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -22,7 +48,8 @@ class Reply:
 
     ``tool``/``arguments``: a tool call (``arguments`` a dict is JSON-encoded, a
     string is sent verbatim). ``content``: plain assistant text instead.
-    ``status`` ≠ 200 sends an error body. ``delay_s`` sleeps before answering.
+    ``status`` ≠ 200 sends an error body (``error_body`` if given, else an
+    OpenAI-style one with ``message``). ``delay_s`` sleeps before answering.
     """
 
     status: int = 200
@@ -32,16 +59,138 @@ class Reply:
     usage: tuple[int, int] | None = (100, 10)
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    refusal: str | None = None
+    finish_reason: str | None = None
+    message: str | None = None
+    error_body: Any = None
 
 
 def tool_reply(tool: str, arguments: dict[str, Any] | str, usage=(100, 10)) -> Reply:
     return Reply(tool=tool, arguments=arguments, usage=usage)
 
 
-class FakeEndpoint:
+# ---------------------------------------------------------------- server profiles
+@dataclass(frozen=True)
+class Profile:
+    """How a server family behaves (see the module docstring)."""
+
+    name: str
+    tools: str = "ok"  # ok | reject | ignore
+    tools_status: int = 400
+    tools_error: Any = None
+    response_format: str = "ok"  # ok | reject | ignore
+    usage: bool = True
+    error_style: str = "openai"  # openai | bare | string
+    refuse_every: int = 0  # every Nth request is refused
+    truncate_every: int = 0  # every Nth request is cut unless max_tokens > 512
+    rate_limit_every: int = 0  # every Nth request is a 429 with Retry-After
+    delay_s: float = 0.0
+    prose_only: bool = False
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile("openai", refuse_every=9),
+        Profile("vllm", error_style="bare"),
+        Profile(
+            "ollama",
+            tools="reject",
+            tools_error={
+                "error": {
+                    "message": "qwen2.5vl does not support tools",
+                    "type": "api_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        ),
+        Profile(
+            "llamacpp",
+            tools="reject",
+            tools_status=500,
+            tools_error={
+                "error": {
+                    "code": 500,
+                    "message": "tools param requires --jinja flag",
+                    "type": "server_error",
+                }
+            },
+            delay_s=0.02,
+        ),
+        Profile("lmstudio", error_style="string", truncate_every=4),
+        Profile("plain", tools="ignore", response_format="ignore", usage=False, rate_limit_every=7),
+        Profile("garbage", prose_only=True),
+        Profile("slow", delay_s=1.0),
+    )
+}
+
+
+def _section(text: str, start: str, end: str | None) -> str:
+    i = text.find(start)
+    if i < 0:
+        return ""
+    j = text.find(end, i) if end else -1
+    return text[i : j if j >= 0 else len(text)]
+
+
+_ID = re.compile(r"^- id='([^']+)'", re.M)
+
+
+class FakeModel:
+    """Answers each role from the prompt text alone, in the role's schema."""
+
     def __init__(self) -> None:
+        self.n = 0
+
+    def answer(self, role: str, text: str) -> dict[str, Any]:
+        self.n += 1
+        if role == "describe_skill":
+            ops = re.search(r"Operations: (.*)", text)
+            what = ops.group(1).strip() if ops else "act"
+            return {
+                "meaningful": True,
+                "name": f"do {what}"[:60],
+                "description": f"Performs {what} and changes the screen.",
+            }
+        if role == "evaluate":
+            new = "never seen" in text or "not seen earlier" in text
+            return {"is_consistent": True, "is_progressive": new, "reason": "looked at it"}
+        if role == "choose_cluster":
+            ids = _ID.findall(_section(text, "Clusters:", None))
+            return {"cluster_id": ids[0] if ids else None, "reason": "first fits"}
+        if role == "refine_skill":
+            name = re.search(r"Current name: (.*)", text)
+            return {
+                "name": name.group(1).strip() if name else "skill",
+                "description": f"Refined after {self.n} answers.",
+            }
+        if role == "cluster_skills":
+            skills = _ID.findall(_section(text, "New skills:", "Existing clusters"))
+            clusters = _ID.findall(_section(text, "Existing clusters", None))
+            return {
+                "assignments": [
+                    {
+                        "skill_id": sid,
+                        "cluster_id": clusters[0] if clusters else None,
+                        "new_name": "" if clusters else "first group",
+                        "new_description": "" if clusters else "Everything so far.",
+                    }
+                    for sid in skills
+                ]
+            }
+        return {"answer": "unknown role"}
+
+
+_ROLE_IN_TEXT = re.compile(r"Answer \((\w+)\) with one JSON object")
+
+
+class FakeEndpoint:
+    def __init__(self, profile: Profile | None = None) -> None:
         self.script: deque[Reply] = deque()
         self.default: Reply = Reply(content="I cannot help with that.")
+        self.profile = profile
+        self.model = FakeModel()
         self.requests: list[dict[str, Any]] = []
         self.request_times: list[float] = []
         self._lock = threading.Lock()
@@ -59,7 +208,13 @@ class FakeEndpoint:
                         {"path": self.path, "body": body, "headers": dict(self.headers)}
                     )
                     endpoint.request_times.append(time.monotonic())
-                    reply = endpoint.script.popleft() if endpoint.script else endpoint.default
+                    n = len(endpoint.requests)
+                    if endpoint.script:
+                        reply = endpoint.script.popleft()
+                    elif endpoint.profile is not None:
+                        reply = endpoint._profile_reply(endpoint.profile, body, n)
+                    else:
+                        reply = endpoint.default
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if self.path != "/v1/chat/completions":
@@ -98,11 +253,70 @@ class FakeEndpoint:
     def push(self, *replies: Reply) -> None:
         self.script.extend(replies)
 
+    # ------------------------------------------------------------ profiles
+    def _profile_reply(self, p: Profile, body: dict[str, Any], n: int) -> Reply:
+        usage = None  # filled by _payload from the text when the profile reports usage
+        delay = p.delay_s
+        if p.rate_limit_every and n % p.rate_limit_every == 0:
+            return self._error(p, 429, "Rate limit reached", {"Retry-After": "0.05"}, delay)
+        text = _user_text(body)
+        if "tools" in body and p.tools == "reject":
+            return Reply(status=p.tools_status, error_body=p.tools_error, delay_s=delay)
+        if "response_format" in body and p.response_format == "reject":
+            return self._error(p, 400, "response_format is not supported", {}, delay)
+        if p.prose_only:
+            return Reply(content="The screen changed, it seems fine to me.", delay_s=delay)
+        if p.refuse_every and n % p.refuse_every == 0:
+            return Reply(refusal="I can't help with that request.", usage=(50, 5), delay_s=delay)
+        role = None
+        if "tools" in body and p.tools == "ok":
+            role = body["tool_choice"]["function"]["name"]
+        elif "response_format" in body and p.response_format == "ok":
+            role = body["response_format"]["json_schema"]["name"]
+        m = _ROLE_IN_TEXT.search(text)
+        stated = m.group(1) if m else None
+        if role is None and stated is None:
+            # no tool used and no shape stated: the model answers with keys of its own
+            answer: dict[str, Any] = {"answer": "yes", "explanation": "the screen changed"}
+        else:
+            answer = self.model.answer(role or stated or "", text)
+        limit = body.get("max_tokens") or body.get("max_completion_tokens") or 10**6
+        if p.truncate_every and n % p.truncate_every == 0 and limit <= 512:
+            cut = json.dumps(answer)[: len(json.dumps(answer)) // 2]
+            return Reply(content=cut, finish_reason="length", delay_s=delay)
+        if p.usage:
+            usage = (100 + len(text) // 4, len(json.dumps(answer)) // 4 + 1)
+        if "tools" in body and p.tools == "ok":
+            return Reply(tool=role, arguments=answer, usage=usage, delay_s=delay)
+        prefix = "Here is my answer: " if p.tools == "ignore" else ""
+        return Reply(content=prefix + json.dumps(answer), usage=usage, delay_s=delay)
+
     @staticmethod
-    def _payload(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    def _error(p: Profile, status: int, msg: str, headers: dict[str, str], delay: float) -> Reply:
+        if p.error_style == "bare":
+            body: Any = {
+                "object": "error",
+                "message": msg,
+                "type": "BadRequestError",
+                "code": status,
+            }
+        elif p.error_style == "string":
+            body = {"error": msg}
+        else:
+            body = {"error": {"message": msg, "type": "invalid_request_error", "code": None}}
+        return Reply(status=status, error_body=body, headers=headers, delay_s=delay)
+
+    # ------------------------------------------------------------- payloads
+    @staticmethod
+    def _payload(reply: Reply, body: dict[str, Any]) -> Any:
         if reply.status != 200:
-            return {"error": {"message": f"scripted {reply.status}", "type": "test", "code": None}}
+            if reply.error_body is not None:
+                return reply.error_body
+            msg = reply.message or f"scripted {reply.status}"
+            return {"error": {"message": msg, "type": "test", "code": None}}
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.refusal is not None:
+            message["refusal"] = reply.refusal
         if reply.tool is not None:
             args = reply.arguments
             message["tool_calls"] = [
@@ -115,20 +329,26 @@ class FakeEndpoint:
                     },
                 }
             ]
+        finish = reply.finish_reason or ("tool_calls" if reply.tool else "stop")
         out: dict[str, Any] = {
             "id": "chatcmpl-test",
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", "test"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": "tool_calls" if reply.tool else "stop",
-                }
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         }
         if reply.usage is not None:
             pt, ct = reply.usage
             out["usage"] = {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct}
         return out
+
+
+def _user_text(body: dict[str, Any]) -> str:
+    parts = []
+    for m in body.get("messages", []):
+        c = m.get("content")
+        if isinstance(c, str):
+            parts.append(c)
+        else:
+            parts.extend(p.get("text", "") for p in c or [] if p.get("type") == "text")
+    return "\n".join(parts)

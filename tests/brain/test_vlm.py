@@ -14,75 +14,26 @@ from PIL import Image
 
 from kgagent.actions import Operation
 from kgagent.brain import make_brain, prompts
-from kgagent.brain.base import ClusterView, Judgement, SkillText, SkillView, Transition, View
+from kgagent.brain.base import Judgement, SkillText
+from kgagent.brain.client import EndpointMemory
 from kgagent.brain.offline import OfflineBrain
 from kgagent.brain.vlm import VLMBrain, image_data_url, validate
 from kgagent.config import BrainConfig
 from kgagent.errors import BudgetExceeded, ConfigError
 
-from .fake_endpoint import FakeEndpoint, Reply, tool_reply
+from .fake_endpoint import Reply, tool_reply
 from .game_words import GAME_WORDS
-
-PRICE_IN, PRICE_OUT = 2.5, 10.0
-
-
-@pytest.fixture
-def endpoint():
-    ep = FakeEndpoint().start()
-    yield ep
-    ep.stop()
-
-
-def make_cfg(endpoint: FakeEndpoint, **kw) -> BrainConfig:
-    base = dict(
-        kind="vlm",
-        base_url=endpoint.base_url,
-        model="test-model",
-        api_key_env="KGAGENT_TEST_UNSET_KEY",
-        timeout_s=5.0,
-        max_retries=2,
-        backoff_s=0.01,
-        image_max_side=64,
-        price_in_per_mtok=PRICE_IN,
-        price_out_per_mtok=PRICE_OUT,
-    )
-    base.update(kw)
-    return BrainConfig(**base)
-
-
-def brain_for(endpoint: FakeEndpoint, **kw) -> VLMBrain:
-    logs: list[str] = []
-    b = VLMBrain(make_cfg(endpoint, **kw), log=logs.append)
-    b.test_logs = logs  # type: ignore[attr-defined]
-    return b
-
-
-def transition(w: int = 300, h: int = 200) -> Transition:
-    rng = np.random.default_rng(0)
-    before = View(rng.integers(0, 255, (h, w, 3), dtype=np.uint8), np.eye(4)[0], "s1")
-    after = View(rng.integers(0, 255, (h, w, 3), dtype=np.uint8), np.eye(4)[1], "s2")
-    return Transition(before, after, change=0.25, new_in_episode=True, new_in_graph=True)
-
-
-def skill(**kw) -> SkillView:
-    base = dict(
-        id="k1",
-        name="open panel",
-        description="opens the side panel",
-        operations=[Operation("click", object_id="obj-3")],
-    )
-    base.update(kw)
-    return SkillView(**base)
-
-
-def clusters() -> list[ClusterView]:
-    return [
-        ClusterView("c1", "navigation", "moves between screens", ["open panel"]),
-        ClusterView("c2", "confirm", "accepts dialogs", ["press enter"]),
-    ]
-
-
-EVAL_OK = {"is_consistent": True, "is_progressive": False, "reason": "panel opened"}
+from .helpers import (
+    EVAL_OK,
+    PRICE_IN,
+    PRICE_OUT,
+    brain_for,
+    clusters,
+    make_cfg,
+    offline_of,
+    skill,
+    transition,
+)
 
 
 # ----------------------------------------------------------------- parsed replies
@@ -113,7 +64,7 @@ def test_describe_skill_parses_and_sends_images_and_forced_tool(endpoint):
         img = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
         assert img.size == (64, 43)  # longest side downscaled to image_max_side
     text = " ".join(p["text"] for p in parts if p["type"] == "text")
-    assert "click obj-3" in text and "25.0%" in text
+    assert "click obj-3" in text and "25.00%" in text
     headers = {k.lower(): v for k, v in req["headers"].items()}
     assert headers["authorization"] == "Bearer none"
     assert b.usage.calls == 1 and b.usage.failed_calls == 0 and b.usage.requests == 1
@@ -157,24 +108,33 @@ def test_garbage_json_is_retried_then_parsed(endpoint):
     assert b.usage.prompt_tokens == 120 and b.usage.completion_tokens == 12  # both billed
 
 
-def test_missing_tool_call_exhausts_retries_into_failed_judgement(endpoint):
+def test_missing_tool_call_steps_down_then_degrades_to_offline(endpoint):
     b = brain_for(endpoint, max_retries=3)
     endpoint.default = Reply(content="The panel opened, looks fine.")
-    out = b.evaluate(skill(), transition())
-    assert out.consistent is None and out.progressive is None
-    assert len(endpoint.requests) == 4
-    assert b.usage.failed_calls == 1 and b.usage.calls == 1
+    tr = transition()
+    out = b.evaluate(skill(), tr)
+    assert out == offline_of(b).evaluate(skill(), tr)  # the offline rule, not "no"
+    # tools (no tool call: the server may ignore tools) -> json_schema, 4 counted tries
+    assert len(endpoint.requests) == 5
+    assert "tools" in endpoint.requests[0]["body"]
+    assert all("response_format" in r["body"] for r in endpoint.requests[1:])
+    assert b.usage.failed_calls == 1 and b.usage.calls == 1 and b.usage.offline_calls == 1
     assert b.last_call is not None and not b.last_call.ok and b.last_call.attempts == 4
-    assert len(b.test_logs) == 1 and "evaluate" in b.test_logs[0]
+    notes = b.take_notes()
+    assert any(n.startswith("evaluate: offline answer (no JSON object") for n in notes)
+    assert b.take_notes() == []  # taken once
+    assert any("evaluate failed after 5 request(s)" in line for line in b.test_logs)
 
 
 def test_wrong_types_are_retried(endpoint):
     b = brain_for(endpoint, max_retries=1)
     endpoint.push(tool_reply("evaluate", {"is_consistent": "yes", "is_progressive": True}))
     endpoint.push(tool_reply("evaluate", {"is_consistent": True}))
-    out = b.evaluate(skill(), transition())
-    assert out == Judgement(None, None, "no judgement")
+    tr = transition()
+    out = b.evaluate(skill(), tr)
+    assert out == offline_of(b).evaluate(skill(), tr)
     assert len(endpoint.requests) == 2
+    assert "expected boolean" in b.last_call.error or "missing" in b.last_call.error
 
 
 def test_json_in_plain_content_is_accepted_as_fallback(endpoint):
@@ -185,9 +145,14 @@ def test_json_in_plain_content_is_accepted_as_fallback(endpoint):
         )
     )
     assert b.evaluate(skill(), transition()) == Judgement(False, True, "new screen")
+    assert len(endpoint.requests) == 1 and b.usage.failed_calls == 0
+    # without the fallback, a tools request answered in text means "no tools here"
     b2 = brain_for(endpoint, content_json_fallback=False, max_retries=0)
     endpoint.push(Reply(content='{"is_consistent": false, "is_progressive": true, "reason": ""}'))
-    assert b2.evaluate(skill(), transition()).consistent is None
+    endpoint.push(Reply(content='{"is_consistent": true, "is_progressive": true, "reason": "x"}'))
+    assert b2.evaluate(skill(), transition()) == Judgement(True, True, "x")
+    assert "response_format" in endpoint.requests[-1]["body"]
+    assert b2.chat.mode == "json_schema"  # remembered for the next call
 
 
 def test_429_honours_retry_after(endpoint):
@@ -215,23 +180,36 @@ def test_5xx_retried_with_exponential_backoff(endpoint):
         make_cfg(endpoint, max_retries=3, backoff_s=0.01), sleep=slept.append, log=lambda s: None
     )
     endpoint.default = Reply(status=500)
-    out = b.evaluate(skill(), transition())
-    assert out == Judgement(None, None, "no judgement")
+    tr = transition()
+    out = b.evaluate(skill(), tr)
+    assert out == OfflineBrain(b.cfg).evaluate(skill(), tr)
     assert len(endpoint.requests) == 4
     assert slept == pytest.approx([0.01, 0.02, 0.04])
     assert b.usage.failed_calls == 1
 
     endpoint.default = Reply(content="x")
+    endpoint.push(Reply(status=503), tool_reply("evaluate", EVAL_OK))
+    # the previous call failed: the next gets one try only (a failing endpoint costs little)
+    assert b.evaluate(skill(), tr) == OfflineBrain(b.cfg).evaluate(skill(), tr)
+    assert len(endpoint.requests) == 5
+    assert b.evaluate(skill(), tr) == Judgement(True, False, "panel opened")
+    assert len(endpoint.requests) == 6 and b.usage.failed_calls == 2
+    # healthy again: the full retry allowance
     endpoint.push(Reply(status=503), Reply(status=502), tool_reply("evaluate", EVAL_OK))
-    assert b.evaluate(skill(), transition()).consistent is True
+    assert b.evaluate(skill(), tr).consistent is True
+    assert len(endpoint.requests) == 9 and slept[-2:] == pytest.approx([0.01, 0.02])
 
 
-def test_client_errors_are_not_retried(endpoint):
+def test_client_errors_are_not_retried_and_keep_the_server_message(endpoint):
     b = brain_for(endpoint, max_retries=3)
-    endpoint.push(Reply(status=400))
-    assert b.describe_skill([Operation("key", key="enter")], transition()) is None
+    endpoint.default = Reply(status=401, message="Incorrect API key provided: sk-…")
+    ops = [Operation("key", key="enter")]
+    tr = transition()
+    out = b.describe_skill(ops, tr)
+    assert out == OfflineBrain(b.cfg).describe_skill(ops, tr)  # never "meaningless"
+    assert out is not None
     assert len(endpoint.requests) == 1 and b.usage.failed_calls == 1
-    assert "HTTP 400" in b.last_call.error
+    assert b.last_call.error == "HTTP 401: Incorrect API key provided: sk-…"
 
 
 def test_timeout_becomes_failed_judgement(endpoint):
@@ -240,7 +218,8 @@ def test_timeout_becomes_failed_judgement(endpoint):
     t0 = time.monotonic()
     out = b.evaluate(skill(), transition())
     elapsed = time.monotonic() - t0
-    assert out.consistent is None and b.usage.failed_calls == 1
+    assert out == OfflineBrain(b.cfg).evaluate(skill(), transition())
+    assert b.usage.failed_calls == 1
     assert len(endpoint.requests) == 2
     assert elapsed < 1.4  # the client gave up; it did not wait for the slow replies
     assert "timed out" in b.last_call.error
@@ -257,16 +236,28 @@ def test_connection_refused_is_a_failure_not_a_crash():
         backoff_s=0.01,
         api_key_env="KGAGENT_TEST_UNSET_KEY",
     )
-    b = VLMBrain(cfg, log=lambda s: None)
-    assert b.choose_cluster(transition().after, clusters()) is None
+    b = VLMBrain(cfg, log=lambda s: None, endpoints=EndpointMemory())
+    assert b.choose_cluster(transition().after, clusters()) is None  # offline: no features
     assert b.usage.failed_calls == 1 and b.usage.requests == 2
+    assert b.last_call.error.startswith("connection error")
 
 
-def test_reply_without_usage_counts_no_tokens(endpoint):
+def test_reply_without_usage_is_estimated_and_marked(endpoint):
     b = brain_for(endpoint)
     endpoint.push(Reply(tool="evaluate", arguments=EVAL_OK, usage=None))
     assert b.evaluate(skill(), transition()).consistent is True
-    assert b.usage.tokens == 0 and b.usage.cost_usd == 0.0
+    u = b.usage
+    # two 64 x 43 images at OpenAI's rule (85 + 170 per tile) dominate the estimate
+    assert u.prompt_tokens > 2 * 255 and u.completion_tokens > 0
+    assert u.estimated_tokens == u.tokens
+    assert u.cost_usd == pytest.approx(
+        (u.prompt_tokens * PRICE_IN + u.completion_tokens * PRICE_OUT) / 1e6
+    )
+    assert b.last_call.estimated
+    assert sum("estimated" in line for line in b.test_logs) == 1
+    endpoint.push(Reply(tool="evaluate", arguments=EVAL_OK, usage=None))
+    b.evaluate(skill(), transition())
+    assert sum("estimated" in line for line in b.test_logs) == 1  # told once
 
 
 # ---------------------------------------------------------------- cluster roles
@@ -283,7 +274,7 @@ def test_choose_cluster_validates_ids(endpoint):
     assert sum(p["type"] == "image_url" for p in parts) == 1
 
     endpoint.default = Reply(tool="choose_cluster", arguments={"cluster_id": "nope"})
-    assert b.choose_cluster(view, clusters()) is None
+    assert b.choose_cluster(view, clusters()) is None  # the offline rule: no features, none
     assert b.usage.failed_calls == 1 and len(endpoint.requests) == 5
 
 
@@ -331,7 +322,9 @@ def test_cluster_skills(endpoint):
 
     dup = {"assignments": [good["assignments"][0], good["assignments"][0]]}
     endpoint.default = Reply(tool="cluster_skills", arguments=dup)
-    assert b.cluster_skills(new, clusters()) == [] and b.usage.failed_calls == 1
+    out = b.cluster_skills(new, clusters())
+    assert out == OfflineBrain(b.cfg).cluster_skills(new, clusters())  # offline, not nothing
+    assert len(out) == 2 and b.usage.failed_calls == 1
 
 
 def test_refine_skill(endpoint):
@@ -349,16 +342,18 @@ def test_tokens_and_cost_totals_match_usage_times_prices(endpoint):
     b = brain_for(endpoint)
     usages = [(1234, 56), (987, 65), (4321, 0)]
     endpoint.push(tool_reply("evaluate", EVAL_OK, usage=usages[0]))
+    mark = b.usage.copy()
     b.evaluate(skill(), transition())
-    step1 = b.drain_step_usage()
+    step1 = b.usage - mark
     assert (step1.prompt_tokens, step1.completion_tokens) == usages[0]
     assert step1.cost_usd == pytest.approx((1234 * PRICE_IN + 56 * PRICE_OUT) / 1e6, rel=1e-12)
     assert b.last_call.prompt_tokens == 1234 and b.last_call.ok
 
     endpoint.push(tool_reply("evaluate", "not json", usage=usages[1]))
     endpoint.push(tool_reply("evaluate", EVAL_OK, usage=usages[2]))
+    mark = b.usage.copy()
     b.evaluate(skill(), transition())
-    step2 = b.drain_step_usage()
+    step2 = b.usage - mark
     assert (step2.prompt_tokens, step2.completion_tokens) == (987 + 4321, 65)
     assert (step2.calls, step2.requests) == (1, 2)
 
@@ -367,7 +362,6 @@ def test_tokens_and_cost_totals_match_usage_times_prices(endpoint):
     assert (b.usage.prompt_tokens, b.usage.completion_tokens) == (pt, ct)
     assert b.usage.cost_usd == (pt * PRICE_IN + ct * PRICE_OUT) / 1e6
     assert b.usage.cost_usd == pytest.approx(step1.cost_usd + step2.cost_usd, rel=1e-12)
-    assert b.drain_step_usage().tokens == 0
 
 
 def test_budget_cap_raises_before_overspending(endpoint):

@@ -30,13 +30,13 @@ def _wait(pred, timeout: float = 10.0) -> bool:
 
 
 def _window_up(title: str, display: str) -> bool:
-    r = subprocess.run(
-        ["xdotool", "search", "--onlyvisible", "--name", title],
-        capture_output=True,
-        text=True,
-        env={"DISPLAY": display, "PATH": "/usr/bin:/bin"},
-    )
-    return bool(r.stdout.split())
+    from kgagent.envs.xwindows import XWindows
+
+    x = XWindows(display)
+    try:
+        return x.find(title) is not None
+    finally:
+        x.close()
 
 
 @pytest.fixture

@@ -35,7 +35,12 @@ def at(cos: float, a: int, b: int) -> np.ndarray:
 
 
 def tree_hash(path: Path, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    """sha256 of every file under ``path`` (relative names), to prove nothing changed."""
+    """sha256 of every file under ``path`` (relative names), to prove nothing changed.
+
+    ``writer.lock`` is left out: it is the lock a writer holds (and names its pid in),
+    runtime state rather than memory.
+    """
+    skip = (*skip, "writer.lock")
     return {
         str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(path.rglob("*"))
@@ -68,7 +73,7 @@ def key(k: str = "enter") -> list[Operation]:
 
 
 def populate(path: Path, config: Config | None = None) -> Populated:
-    """States A..E (A–B similar at 0.92), skills k1..k3 with edges, objects, a cluster, MCTS."""
+    """States A..E (A–B similar at 0.92), skills k1..k3 with edges, objects, a cluster, state stats."""
     out = Populated(path)
     rng = np.random.default_rng(7)
     with Memory.open(path, config or Config(), encoder=ENC) as m:
@@ -100,7 +105,7 @@ def populate(path: Path, config: Config | None = None) -> Populated:
         m.add_to_cluster(k2.id, c.id)
         m.record_cluster_selection(c.id)
         out.cluster = c.id
-        m.put_mcts(s["A"], {"visits": 3, "children": [{"skill": k1.id, "q": 0.5}]})
+        m.put_state_stats(s["A"], {"visits": 3, "children": [{"skill": k1.id, "q": 0.5}]})
         out.stats = m.stats().as_row()
     return out
 

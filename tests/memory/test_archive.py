@@ -326,7 +326,8 @@ def test_export_refuses_to_overwrite(exported) -> None:
     with pytest.raises(ArchiveError, match="--force"):
         export_memory(pop.path, archive)
     assert archive.stat().st_size == size
-    export_memory(pop.path, archive, force=True)
+    summary = export_memory(pop.path, archive, force=True)
+    assert summary["rows_State"] == 5 and inspect_archive(archive)["tables"]["State"]["rows"] == 5
 
 
 def test_archive_moves_between_engines(exported, tmp_path: Path) -> None:

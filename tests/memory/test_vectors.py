@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kgagent.memory.vectors import PARTITION_MIN, ExactIndex, VectorStore
+from kgagent.memory.exact_index import PARTITION_MIN, ExactIndex
+from kgagent.memory.vectors import VectorStore
 
 
 def clustered(n: int, dim: int, centres: int, spread: float, seed: int) -> np.ndarray:

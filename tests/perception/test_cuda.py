@@ -1,7 +1,7 @@
 """``perception.device``: CLIP and SAM on a CUDA device, through the paths users take.
 
 The GPU tests run only where torch sees a CUDA device (CI has none; they ran on an
-H100 in session 6, see docs/benchmarks.md). The error for asking for CUDA where
+H100, see docs/benchmarks.md, "Latency on a GPU"). The error for asking for CUDA where
 there is none runs everywhere else.
 """
 

@@ -1,0 +1,151 @@
+"""`kgagent bench GRID.toml`: run a benchmark grid here or on a Ray cluster, and report it.
+
+No logic lives here: it reads the options and calls :func:`kgagent.bench.run_grid`.
+The grid file's format and the results folder are described in docs/bench.md.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import tomllib
+from kgagent.cli.common import common_options, read_input
+from kgagent.cli.output import emit, emit_record
+
+from kgagent.config import Config
+from kgagent.errors import ConfigError
+
+
+def _runtime_env(value: str | None) -> dict[str, Any] | None:
+    """``--ray-runtime-env``: a JSON object, or a JSON file holding one."""
+    if not value:
+        return None
+    text = value
+    if not value.lstrip().startswith("{"):
+        text = read_input(Path(value), "runtime_env file", ConfigError)
+    try:
+        env = json.loads(text)
+    except ValueError:
+        raise ConfigError("--ray-runtime-env must be a JSON object or a JSON file") from None
+    if not isinstance(env, dict):
+        raise ConfigError("--ray-runtime-env must be a JSON object")
+    return env
+
+
+def _command(grid_file: Path) -> str:
+    """The command line as typed (for the report), or its gist when run from Python."""
+    if Path(sys.argv[0]).name == "kgagent" and "bench" in sys.argv:
+        return "kgagent " + shlex.join(sys.argv[1:])
+    return f"kgagent bench {grid_file}"
+
+
+@click.command("bench")
+@click.argument("grid_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Results folder. Default: the grid's `out`, else bench-results/<grid name>.",
+)
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), default=1, help="Cells at once (local processes)."
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="auto|ADDRESS",
+    help="Run every cell as a Ray task: `auto` joins $RAY_ADDRESS or a local cluster (or "
+    "starts one); ADDRESS joins that cluster (ray://HOST:10001).",
+)
+@click.option(
+    "--ray-runtime-env",
+    default=None,
+    metavar="JSON|FILE",
+    help="Ray runtime_env for the workers (a JSON object or file), e.g. "
+    '\'{"py_modules": ["dist/kgagent-0.1.0-py3-none-any.whl"]}\'.',
+)
+@click.option(
+    "--merge", is_flag=True, help="Merge each group's memories (seeds and series) into one."
+)
+@click.option("--fresh", is_flag=True, help="Run finished cells again.")
+@click.option("--only", multiple=True, metavar="TEXT", help="Run only cells whose name has TEXT.")
+@click.option(
+    "--list", "list_cells", is_flag=True, help="List the cells and their state; run nothing."
+)
+@click.option(
+    "--report-only", is_flag=True, help="Write the results from the finished cells; run nothing."
+)
+@click.option("--no-plots", is_flag=True, help="Skip the matplotlib plots.")
+@common_options(memory=False)
+def bench_cmd(
+    grid_file: Path,
+    out: Path | None,
+    jobs: int,
+    ray_address: str | None,
+    ray_runtime_env: str | None,
+    merge: bool,
+    fresh: bool,
+    only: tuple[str, ...],
+    list_cells: bool,
+    report_only: bool,
+    no_plots: bool,
+    config: Config,
+    fmt: str,
+) -> None:
+    """Run the benchmark grid GRID_FILE: every environment × method × judge × seed × series.
+
+    Each cell plays its rounds in its own memory and step logs; a cell whose
+    results exist for the same spec is skipped, so running the command again
+    resumes a grid. --config/--set apply to every cell. The results folder gets
+    every run's figures (runs.csv), the statistics (stats.csv, paired.csv), plots
+    and report.md. A failed cell is recorded (cells/<cell>/error.txt) and the others
+    go on; the command then exits with 1.
+    """
+    from kgagent.bench import BenchOptions, load_grid, run_grid
+    from kgagent.bench.grid import plan
+
+    ctx = click.get_current_context()
+    base: dict[str, Any] = {}
+    config_file = ctx.params.get("config_file")
+    if config_file is not None:
+        base = tomllib.loads(read_input(Path(config_file), "config file", ConfigError))
+    overrides = list(ctx.params.get("overrides") or ())
+    grid = load_grid(grid_file, base=base, overrides=overrides)
+    folder = out or grid.out or Path("bench-results") / grid.name
+    opts = BenchOptions(
+        out=folder,
+        jobs=jobs,
+        ray=ray_address,
+        runtime_env=_runtime_env(ray_runtime_env),
+        merge=merge,
+        fresh=fresh,
+        report_only=report_only,
+        plots=not no_plots,
+        progress=True,
+        only=list(only),
+        command=_command(grid_file),
+    )
+    if list_cells:
+        todo, done = plan(grid, opts)
+        waiting = {c.key for c, _ in todo}
+        rows = [
+            {
+                "cell": c.key,
+                "rounds": c.rounds,
+                "steps": c.steps,
+                "run seeds": " ".join(map(str, c.run_seeds)),
+                "state": "to run" if c.key in waiting else "finished",
+            }
+            for c in grid.cells
+            if c.key in waiting or c in done
+        ]
+        emit(rows, fmt)
+        return
+    summary = run_grid(grid, opts)
+    emit_record(summary, fmt)

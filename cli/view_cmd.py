@@ -1,0 +1,65 @@
+"""`kgagent view`: serve a local, read-only web view of a memory (kgagent/view/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kgagent.config import Config
+from kgagent.errors import ConfigError
+
+from .common import config_options, memory_option
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@click.command("view")
+@memory_option
+@config_options
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8050,
+    show_default=True,
+    help="TCP port to listen on.",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind. The view has no login: keep it on 127.0.0.1 unless the "
+    "network is yours.",
+)
+@click.option(
+    "--refresh",
+    "refresh_s",
+    type=click.FloatRange(min=0.1),
+    default=1.0,
+    show_default=True,
+    help="Seconds between rereads of the memory while it changes.",
+)
+def view_cmd(memory: Path, config: Config, port: int, host: str, refresh_s: float) -> None:
+    """Browse the memory in a web browser: SA-KG, library, live run, rounds.
+
+    Read-only: it works beside a running `kgagent play` on the same memory
+    (LadybugDB engine) and never writes to it.
+    """
+    try:
+        from kgagent.view.app import create_app
+    except ImportError as e:
+        raise ConfigError(
+            f"kgagent view needs Dash ({e.name or e} is missing): pip install dash dash-cytoscape"
+        ) from None
+    app = create_app(memory, config, refresh_s=refresh_s)
+    if host not in LOOPBACK:
+        click.echo(
+            f"warning: serving on {host}: anyone who can reach this address can read the memory",
+            err=True,
+        )
+    click.echo(f"kgagent view of {memory} on http://{_url_host(host)}:{port}/ (Ctrl-C stops)")
+    app.run(host=host, port=port, debug=False, dev_tools_ui=False, dev_tools_props_check=False)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

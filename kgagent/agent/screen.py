@@ -1,0 +1,88 @@
+"""The agent's only view of a program: pixels in, actions out.
+
+A :class:`Screen` wraps an :class:`~kgagent.envs.base.Env` and hides everything a
+person at the screen would not have: no reward, no info, no ground truth. It also
+keeps the agent's shortest memory of cause and effect, the last action that changed
+the screen (:attr:`Screen.last_reaction`), which augmentation reads to look first
+where the program reacted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kgagent.actions import Action
+from kgagent.envs.base import Env
+from kgagent.perception.change import visual_change
+
+from .timing import PartTimes
+
+
+class Screen:
+    """What the agent is allowed to see of an environment: pixels in, actions out."""
+
+    __slots__ = ("_env", "_done", "_last", "_reaction", "_change_floor", "_threshold", "timer")
+
+    def __init__(self, env: Env, *, change_floor: float = 0.0, threshold: int = 30) -> None:
+        """``change_floor``: the Δ (grey-level ``threshold``) an action must exceed to count
+        as the program's reaction (a live screen's own noise stays below it); 0 counts any
+        changed pixel."""
+        self._env = env
+        self._done = False
+        self._last: np.ndarray | None = None
+        self._reaction: tuple[np.ndarray, Action] | None = None
+        self._change_floor = change_floor
+        self._threshold = threshold
+        #: where the agent counts the time of acting (``act``, and the parts the
+        #: environment reports in ``info["timing"]``); None: not counted
+        self.timer: PartTimes | None = None
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self._env.size
+
+    @property
+    def done(self) -> bool:
+        """True once the program has ended (a real desktop app closed, a game over)."""
+        return self._done
+
+    def observe(self) -> np.ndarray:
+        if self._last is None:
+            self._last = self._env.observe()
+        return self._last
+
+    @property
+    def last_reaction(self) -> tuple[np.ndarray, Action] | None:
+        """The screen before the last action that changed the screen, and that action.
+
+        The agent's own short-term memory of cause and effect: the current screen
+        is what the program made of that action (actions since changed nothing).
+        """
+        return self._reaction
+
+    def act(self, action: Action) -> np.ndarray:
+        before = self._last
+        if self.timer is None:
+            obs, _reward, terminated, truncated, info = self._env.step(action)
+        else:
+            obs, _reward, terminated, truncated, info = self.timer.run(
+                "act", self._env.step, action
+            )
+            for part, seconds in (info.get("timing") or {}).items():
+                self.timer.split("act", part, float(seconds))
+        self._done = bool(terminated or truncated)
+        self._last = obs
+        if before is not None and self._changed(before, obs):
+            self._reaction = (before, action)
+        return obs
+
+    def _changed(self, before: np.ndarray, after: np.ndarray) -> bool:
+        if before.shape != after.shape:
+            return True
+        if self._change_floor <= 0:
+            return not np.array_equal(before, after)
+        return visual_change(before, after, self._threshold) > self._change_floor
+
+    def refresh(self) -> np.ndarray:
+        self._last = self._env.observe()
+        return self._last

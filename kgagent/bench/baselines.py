@@ -1,0 +1,106 @@
+"""Harness baselines: players that know the environment's actions, which the agent never does.
+
+``random_keys`` is Hafner's random agent (Crafter, 2021): one of a ``gym:ID``
+environment's own actions, uniformly, per step (pressed as its key where the
+environment's key map has one), the episode restarted when it ends. It has no memory; it writes a step log like the agent's (header, a step line
+with the ground truth per step, episode lines, a summary) so that its figures are
+read the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from kgagent.config import Config
+from kgagent.errors import ConfigError
+from kgagent.runlog import LOG_VERSION, RunLogWriter, RunSummary, summarise
+
+
+def run_random_keys(cfg: Config, steps: int, log_dir: Path) -> RunSummary:
+    """``steps`` uniformly random native actions of ``cfg.run.env`` (seeded by run.seed)."""
+    import numpy as np
+
+    from kgagent.actions import Action
+    from kgagent.envs.registry import make_env
+
+    env: Any = make_env(cfg.run.env, cfg)
+    t0 = time.perf_counter()
+    try:
+        if not hasattr(env, "step_index"):
+            raise ConfigError(
+                f"random_keys needs an environment with its own action list (gym:ID), not {cfg.run.env}"
+            )
+        names = env.action_names
+        # An action the program has a key for is pressed as that key, as a player (and
+        # benchmarks/crafter.py) would; only an action without one (Crafter's no-op) is
+        # stepped by its index. The world can tell: Crafter draws night noise from the
+        # world's own random numbers when it renders.
+        keys = {name: key for key, name in env.key_map.items() if name in names}
+        rng = np.random.default_rng(cfg.run.seed)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        path = log_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-random_keys-{cfg.run.seed}.jsonl"
+        records: list[dict[str, Any]] = []
+        episodes, in_episode = 1, 0
+        with path.open("w") as fh:
+            out = RunLogWriter(fh)
+            out.write("run", _header(cfg, env, names))
+            for i in range(steps):
+                index = int(rng.integers(len(names)))
+                key = keys.get(names[index])
+                if key is not None:
+                    *_, term, trunc, _ = env.step(Action("key", key=key))
+                else:
+                    *_, term, trunc, _ = env.step_index(index)
+                in_episode += 1
+                gt = env.ground_truth()
+                truth = {"progression": gt.progression, "score": gt.score, "alive": gt.alive}
+                line = {"step": i + 1, "path": "random_keys", "actions": 1, "action": names[index]}
+                line["truth"] = {**truth, "extra": gt.extra}
+                records.append(line)
+                out.write("step", line)
+                if term or trunc:
+                    end = "terminated" if term else "episode_limit"
+                    info = {"episode": episodes, "steps": in_episode, "reason": end}
+                    out.write("episode", {**info, **env.end_info()})
+                    env.reset()
+                    episodes, in_episode = episodes + 1, 0
+            if records:  # the ground truth at the last step (an ended episode was reset since)
+                last = dict(records[-1]["truth"])
+                last.pop("extra", None)
+            else:
+                gt = env.ground_truth()
+                last = {"progression": gt.progression, "score": gt.score, "alive": gt.alive}
+            summary = summarise(
+                records,
+                env=cfg.run.env,
+                seed=cfg.run.seed,
+                ablation="random_keys",
+                stats={},
+                truth=last,
+                stopped="steps",
+                duration_s=time.perf_counter() - t0,
+            )
+            summary.episodes = episodes
+            summary.log_path = str(path)
+            out.write("summary", summary.to_dict())
+    finally:
+        env.close()
+    return summary
+
+
+def _header(cfg: Config, env: Any, names: list[str]) -> dict[str, Any]:
+    return {
+        "log_version": LOG_VERSION,
+        "env": cfg.run.env,
+        "seed": cfg.run.seed,
+        "ablation": "random_keys",
+        "encoder": "-",
+        "brain": "-",
+        "memory": None,
+        "screen": list(env.size),
+        "actions": names,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "config": cfg.to_dict(),
+    }

@@ -1,0 +1,175 @@
+"""Run a grid: skip the finished cells, run the others here or on Ray, then write the results.
+
+The order of work: the grid is read and checked (:mod:`~kgagent.bench.spec`);
+cells whose ``cell.json`` records their digest are skipped; the rest run, the
+longest first (rounds × steps), on local worker processes or as Ray tasks; a failed
+cell is recorded and the grid goes on; with ``merge`` each group's memories are
+merged; and the results folder is written from every finished cell, those run
+before included. Ctrl-C stops the grid after the running cells' current steps;
+what finished is kept and written, and the next run resumes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kgagent.bench.cell import finished
+from kgagent.bench.meta import machine, versions
+from kgagent.bench.progress import GridProgress
+from kgagent.bench.results import collect, write_results
+from kgagent.bench.spec import Cell, Grid
+from kgagent.errors import KGAgentError
+
+
+class BenchError(KGAgentError):
+    """Cells of a grid failed, or the grid was interrupted (the results are written)."""
+
+
+@dataclass
+class BenchOptions:
+    """How to run a grid (the command line's options)."""
+
+    out: Path
+    jobs: int = 1
+    ray: str | None = None  # "auto" or a cluster address
+    runtime_env: dict[str, Any] | None = None
+    merge: bool = False
+    fresh: bool = False  # run finished cells again
+    report_only: bool = False  # write the results from finished cells, run nothing
+    progress: bool = True
+    plots: bool = True
+    command: str = ""
+    only: list[str] = field(default_factory=list)  # substrings of cell keys to run
+
+
+def cell_dir(out: Path, cell: Cell) -> Path:
+    return out / "cells" / cell.key
+
+
+def plan(grid: Grid, opts: BenchOptions) -> tuple[list[tuple[Cell, Path]], list[Cell]]:
+    """(cells to run with their folders, longest first; cells already finished)."""
+    todo: list[tuple[Cell, Path]] = []
+    done: list[Cell] = []
+    for cell in grid.cells:
+        if opts.only and not any(s in cell.key for s in opts.only):
+            continue
+        folder = cell_dir(opts.out, cell)
+        if not opts.fresh and finished(folder, cell.digest) is not None:
+            done.append(cell)
+        else:
+            todo.append((cell, folder))
+    todo.sort(key=lambda t: -(t[0].rounds * t[0].steps))
+    return todo, done
+
+
+def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
+    """Run what is not finished, write the results folder; returns a summary of the command.
+
+    Raises :class:`BenchError` (after writing the results) when a cell failed.
+    """
+    out = opts.out
+    out.mkdir(parents=True, exist_ok=True)
+    todo, before = plan(grid, opts)
+    t0 = time.time()
+    outcomes: list[dict[str, Any]] = []
+    interrupted = False
+    finished_now = 0
+    if todo and not opts.report_only:
+        progress = GridProgress(
+            len(todo), skipped=len(before), label=f"bench {grid.name}", show=opts.progress
+        )
+        try:
+            if opts.ray:
+                from kgagent.bench.ray_exec import run_ray
+
+                outcomes = run_ray(todo, opts.ray, progress, runtime_env=opts.runtime_env)
+            else:
+                from kgagent.bench.local import run_local
+
+                outcomes = run_local(todo, opts.jobs, progress)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            progress.close()
+            finished_now = progress.done
+    wall = time.time() - t0
+    failed = {o["key"]: o.get("error", "") for o in outcomes if o.get("status") != "done"}
+    records, rows, finished_cells = [], [], []
+    for cell in grid.cells:
+        folder = cell_dir(out, cell)
+        rec = finished(folder, cell.digest)
+        if rec is not None:
+            records.append(rec)
+            finished_cells.append((cell, folder))
+            status, error, dur = "done", "", rec.get("duration_s")
+        elif cell.key in failed or (folder / "error.txt").is_file():
+            status, error, dur = "failed", failed.get(cell.key) or _first_line(folder), None
+        else:
+            status, error, dur = "not run", "", None
+        rows.append(_cell_row(cell, status, error, dur))
+    res = collect(grid, records)
+    res.cells = rows
+    if opts.merge and finished_cells:
+        from kgagent.bench.merging import merge_groups
+
+        res.merges = merge_groups(finished_cells, out)
+    res.meta = {
+        "command": opts.command,
+        "date": time.strftime("%Y-%m-%d"),
+        "wall_min": wall / 60.0,
+        "executor": f"ray ({opts.ray})" if opts.ray else f"local, {opts.jobs} process(es)",
+        "ran_before": len(before),
+        "machine": machine(),
+        "versions": versions(),
+    }
+    files = write_results(res, out, plots=opts.plots)
+    summary = {
+        "results": str(out),
+        "report": str(files["report"]),
+        "cells": len(grid.cells),
+        "ran": len(outcomes),
+        "finished_before": len(before),
+        "failed": sum(r["status"] == "failed" for r in rows),
+        "not_run": sum(r["status"] == "not run" for r in rows),
+        "wall_min": round(wall / 60.0, 2),
+    }
+    if interrupted:
+        raise BenchError(
+            f"interrupted: {finished_now} cell(s) finished in this run; results so far in {out}; "
+            "run the same command again to resume"
+        )
+    if failed:
+        key, err = next(iter(failed.items()))
+        raise BenchError(
+            f"{len(failed)} of {len(todo)} cell(s) failed (first: {key}: {err}); the others' "
+            f"results are in {out}, tracebacks in {out}/cells/<cell>/error.txt"
+        )
+    return summary
+
+
+def _cell_row(cell: Cell, status: str, error: str, duration: float | None) -> dict[str, Any]:
+    return {
+        "key": cell.key,
+        "experiment": cell.experiment,
+        "env": cell.env,
+        "method": cell.method,
+        "judge": cell.judge,
+        "seed": cell.seed,
+        "series": cell.series,
+        "rounds": cell.rounds,
+        "steps": cell.steps,
+        "digest": cell.digest,
+        "status": status,
+        "error": error,
+        "duration_s": None if duration is None else round(float(duration), 1),
+    }
+
+
+def _first_line(folder: Path) -> str:
+    try:
+        return (folder / "error.txt").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return ""

@@ -1,0 +1,54 @@
+"""What a grid ran on: package versions and the machine, for the report's header.
+
+Runs of one seed are reproducible on one machine with one set of package versions
+(docs/benchmarks.md, "Reproducibility"); a figure is comparable only with figures
+from the same of both, so every report names them.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+from pathlib import Path
+
+#: Packages whose version can change a run's numbers (segmentation, arithmetic, storage order).
+VERSIONED = ("numpy", "opencv-python", "pillow", "ladybug", "kuzu", "lancedb", "torch")
+
+
+def versions(extra: tuple[str, ...] = ()) -> str:
+    """``python 3.11.7, numpy 2.4.6, …`` (a package that is missing says so)."""
+    parts = [f"python {platform.python_version()}"]
+    for name in (*VERSIONED, *extra):
+        try:
+            parts.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{name} (not installed)")
+    return ", ".join(parts)
+
+
+def machine() -> str:
+    """The CPU: its model (family and model numbers), logical cores, and OpenCV's SIMD line."""
+    model = platform.processor() or platform.machine()
+    try:
+        info: dict[str, str] = {}
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if not key.strip() and info:
+                break  # the first processor's block is enough
+            info.setdefault(key.strip(), value.strip())
+        if "model name" in info:
+            model = (
+                f"{info['model name']} (family {info.get('cpu family', '?')}, "
+                f"model {info.get('model', '?')})"
+            )
+    except OSError:
+        pass
+    parts = [f"{model}, {os.cpu_count()} logical cores"]
+    try:
+        import cv2
+
+        parts.append(f"OpenCV SIMD {cv2.getCPUFeaturesLine()}")
+    except Exception:  # noqa: BLE001 - a missing or broken cv2 only shortens the line
+        pass
+    return "; ".join(parts)

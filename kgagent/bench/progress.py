@@ -1,0 +1,53 @@
+"""One progress bar for a grid: cells done, running and failed (tqdm, on stderr)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+class GridProgress:
+    """Counts cells as the executors start and finish them; prints a failed cell's line."""
+
+    def __init__(self, total: int, *, skipped: int = 0, label: str = "bench", show: bool = True):
+        self.total, self.skipped = total, skipped
+        self.done = self.failed = self.running = 0
+        self._bar: Any = None
+        if show:
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total, desc=label, unit="cell", file=sys.stderr, dynamic_ncols=True
+            )
+            self._refresh()
+
+    def start(self, key: str, n: int = 1) -> None:
+        """``n`` cells began (or were handed to a scheduler that will begin them)."""
+        self.running += n
+        self._refresh()
+
+    def finish(self, outcome: dict[str, Any]) -> None:
+        self.running = max(0, self.running - 1)
+        if outcome.get("status") == "done":
+            self.done += 1
+        else:
+            self.failed += 1
+            self.write(f"failed: {outcome.get('key')}: {outcome.get('error')}")
+        self._refresh()
+        if self._bar is not None:
+            self._bar.update(1)
+
+    def write(self, line: str) -> None:
+        if self._bar is not None:
+            self._bar.write(line, file=sys.stderr)
+
+    def _refresh(self) -> None:
+        if self._bar is not None:
+            text = f"done {self.done}, running {self.running}, failed {self.failed}"
+            if self.skipped:
+                text += f", finished before {self.skipped}"
+            self._bar.set_postfix_str(text, refresh=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()

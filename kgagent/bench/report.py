@@ -1,0 +1,263 @@
+"""The Markdown report of a grid: the tables docs/benchmarks.md takes, generated, not typed.
+
+Per experiment and environment (and judge, when a grid has several): the grid's
+first metric per seed with mean ± sd, mean ± SE and the IQM with its bootstrap
+interval, beside ERR and the graph's size; the paired comparisons with the
+reference method; for rounds, each series' rounds and the paired change from
+round 0 to the last; then every figure's mean ± SE. The header names the command,
+date, machine and package versions, which a figure in the docs must carry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgagent.bench.figures import achievement_names, crafter_score
+from kgagent.bench.results import Results
+
+#: Headings for figures.
+LABELS = {
+    "progression": "progression",
+    "score": "score",
+    "err": "ERR",
+    "cost_per_100_steps": "$/100 steps",
+    "library_size": "library",
+    "skills_augmented": "augmented",
+    "skills_pruned": "pruned",
+    "round_skills_augmented": "augmented this round",
+    "round_skills_pruned": "pruned this round",
+    "nodes": "nodes",
+    "skill_edges": "skill edges",
+    "similarity_edges": "sim edges",
+    "actions": "actions",
+    "achievements": "achievements",
+    "unlocks_per_1000": "unlocks / 1,000 steps",
+    "episode_count": "episodes",
+    "world_steps": "world steps",
+}
+#: Figures shown beside the first metric in the methods table (mean over seeds).
+SIDE = ("err", "nodes", "skill_edges")
+
+
+def render_report(res: Results, images: dict[tuple, list[str]]) -> str:
+    g = res.grid
+    meta = res.meta
+    done = sum(c["status"] == "done" for c in res.cells)
+    failed = [c for c in res.cells if c["status"] == "failed"]
+    lines = [f"# Benchmark grid: {g.name}", ""]
+    if g.description:
+        lines += [g.description, ""]
+    lines += [
+        f"- command: `{meta.get('command', 'kgagent bench ' + str(g.path))}`",
+        f"- date: {meta.get('date', '-')}; wall {meta.get('wall_min', 0):.1f} min"
+        + (f"; executor: {meta['executor']}" if meta.get("executor") else ""),
+        f"- cells: {len(res.cells)} ({done} finished, of which {meta.get('ran_before', 0)} "
+        f"before this command; {len(failed)} failed)",
+        f"- machine: {meta.get('machine', '-')}",
+        f"- versions: {meta.get('versions', '-')}",
+        "- files: runs.csv (every run), stats.csv (mean, sd, SE, IQM and its "
+        f"{g.confidence:.0%} bootstrap CI over {g.bootstrap} resamples), paired.csv, summary.json",
+    ]
+    if meta.get("plots"):
+        lines.append(f"- plots: {meta['plots']}")
+    lines.append("")
+    metric = res.metrics[0] if res.metrics else "progression"
+    for exp in g.experiments:
+        lines += _experiment(res, exp, metric, images)
+    if failed:
+        lines += ["## Failed cells", "", "| cell | error |", "|---|---|"]
+        lines += [f"| {c['key']} | {_md(c.get('error', ''))} |" for c in failed]
+        lines += ["", "Tracebacks: `cells/<cell>/error.txt`. Run the grid again to retry them.", ""]
+    if res.merges:
+        lines += ["## Merged memories", "", "| group | memory | sources | states | skills |"]
+        lines += ["|---|---|---|---|---|"]
+        for m in res.merges:
+            lines.append(
+                f"| {m['group']} | {m['memory']} | {m['sources']} | {m.get('states', '-')} "
+                f"| {m.get('library_size', '-')} |"
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _experiment(res: Results, exp: Any, metric: str, images: dict[tuple, list[str]]) -> list[str]:
+    shape = (
+        f"{len(exp.envs)} environment(s) × {len(exp.methods)} method(s) × {len(exp.judges)} "
+        f"judge(s) × {len(exp.seeds)} seed(s) × {exp.series} series × {exp.rounds} round(s) × "
+        f"{exp.steps} steps"
+    )
+    seeds = ", ".join(map(str, exp.seeds))
+    lines = [
+        f"## Experiment `{exp.name}`",
+        "",
+        f"{shape}; seeds {seeds}; judges {', '.join(exp.judges)}; reference {exp.reference}. "
+        f"Round r of series s of seed k plays run.seed k + {exp.series_stride}·s + "
+        f"{exp.round_stride}·r.",
+        "",
+    ]
+    for env in exp.envs:
+        for judge in exp.judges:
+            if not any(res.group(exp.name, env, judge, 0, m) for m in exp.methods):
+                continue
+            head = env + (f", judge {judge}" if len(exp.judges) > 1 else "")
+            for rnd in range(exp.rounds):
+                at = f", round {rnd}" if exp.rounds > 1 else ""
+                lines += [f"### {head}{at}", ""]
+                lines += _methods_table(res, exp, env, judge, rnd, metric)
+                lines += _paired_table(res, exp, env, judge, rnd, "methods")
+                lines += _all_figures(res, exp, env, judge, rnd)
+                lines += _crafter(res, exp, env, judge, rnd)
+            if exp.rounds > 1:
+                lines += [f"### {head}: rounds resuming one memory", ""]
+                lines += _rounds_table(res, exp, env, judge, metric)
+            for name in images.get((exp.name, env, judge), []):
+                lines.append(f"![{name}]({name})")
+            lines.append("")
+    return lines
+
+
+def _methods_table(res: Results, exp: Any, env: str, judge: str, rnd: int, metric: str) -> list:
+    side = [m for m in SIDE if m in res.metrics and m != metric]
+    head = (
+        f"| method | {LABELS.get(metric, metric)} per seed | mean ± sd | mean ± SE | "
+        f"IQM [{res.grid.confidence:.0%} CI] | " + " | ".join(LABELS.get(m, m) for m in side) + " |"
+    )
+    lines = [head, "|" + "---|" * (5 + len(side))]
+    for m in exp.methods:
+        rows = res.group(exp.name, env, judge, rnd, m)
+        s = res.stat(exp.name, env, judge, rnd, m, metric)
+        if not rows or s is None:
+            continue
+        per = " ".join(_num(r.get(metric)) for r in rows)
+        sd = f"{s['mean']:.2f} ± {s['sd']:.2f}" if s["sd"] is not None else f"{s['mean']:.2f}"
+        se = f"{s['mean']:.2f} ± {s['se']:.2f}" if s["se"] is not None else f"{s['mean']:.2f}"
+        iqm = f"{s['iqm']:.2f} [{s['iqm_lo']:.2f}, {s['iqm_hi']:.2f}]"
+        cells = []
+        for f in side:
+            t = res.stat(exp.name, env, judge, rnd, m, f)
+            cells.append(
+                "-" if t is None else (f"{t['mean']:.3f}" if f == "err" else f"{t['mean']:.1f}")
+            )
+        lines.append(f"| {m} | {per} | {sd} | {se} | {iqm} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _paired_table(res: Results, exp: Any, env: str, judge: str, rnd: int, kind: str) -> list:
+    rows = [
+        p
+        for p in res.paired
+        if (p["experiment"], p["env"], p["judge"], p["round"], p["kind"])
+        == (exp.name, env, judge, rnd, kind)
+    ]
+    if not rows:
+        return []
+    shown = [m for m in res.metrics[:3] if any(p["metric"] == m for p in rows)]
+    lines = [
+        "Paired by seed and series (difference ± SE, t with its two-sided p, pairs up / even / down):",
+        "",
+        "| comparison | " + " | ".join(LABELS.get(m, m) for m in shown) + " |",
+        "|" + "---|" * (1 + len(shown)),
+    ]
+    for label in dict.fromkeys(p["comparison"] for p in rows):
+        cells = []
+        for m in shown:
+            hit = [p for p in rows if p["comparison"] == label and p["metric"] == m]
+            cells.append(hit[0]["text"] if hit else "-")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _all_figures(res: Results, exp: Any, env: str, judge: str, rnd: int) -> list:
+    shown = list(res.metrics)
+    lines = [
+        "Every figure, mean ± SE:",
+        "",
+        "| method | " + " | ".join(LABELS.get(m, m) for m in shown) + " |",
+        "|" + "---|" * (1 + len(shown)),
+    ]
+    for m in exp.methods:
+        cells = []
+        for f in shown:
+            s = res.stat(exp.name, env, judge, rnd, m, f)
+            if s is None:
+                cells.append("-")
+                continue
+            d = 3 if f in ("err", "cost_per_100_steps") else 2
+            cells.append(
+                f"{s['mean']:.{d}f}" + (f" ± {s['se']:.{d}f}" if s["se"] is not None else "")
+            )
+        if any(c != "-" for c in cells):
+            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _crafter(res: Results, exp: Any, env: str, judge: str, rnd: int) -> list:
+    names = achievement_names(env)
+    if not names:
+        return []
+    lines = []
+    for m in exp.methods:
+        eps = [
+            e
+            for r in res.group(exp.name, env, judge, rnd, m)
+            for e in res.episodes.get((exp.name, env, judge, m, r["seed"], r["series"], rnd), [])
+        ]
+        if eps:
+            seen = sorted({a for e in eps for a in e})
+            lines.append(
+                f"- {m}: Crafter score {crafter_score(eps, names):.1f} % over {len(eps)} "
+                f"episodes; achievements seen: {', '.join(seen) or '-'}"
+            )
+    if not lines:
+        return []
+    return [
+        *lines,
+        "",
+        "Crafter score: S = exp(mean_i ln(1 + s_i)) − 1 over its 22 achievements, s_i the % of "
+        "episodes that unlocked achievement i (Hafner 2021; published: random 1.6 %, human "
+        "experts 50.5 %, over full episodes; here episodes end at the step budget).",
+        "",
+    ]
+
+
+def _rounds_table(res: Results, exp: Any, env: str, judge: str, metric: str) -> list:
+    last = exp.rounds - 1
+    rr = " / ".join(str(r) for r in range(exp.rounds))
+    lines = [
+        f"| method | {LABELS.get(metric, metric)}, rounds {rr}, per series | mean per round "
+        f"| round {last} − round 0 |",
+        "|---|---|---|---|",
+    ]
+    for m in exp.methods:
+        by: dict[tuple, dict[int, Any]] = {}
+        for rnd in range(exp.rounds):
+            for r in res.group(exp.name, env, judge, rnd, m):
+                by.setdefault((r["seed"], r["series"]), {})[rnd] = r.get(metric)
+        if not by:
+            continue
+        per = " · ".join(
+            "/".join(_num(v.get(rnd)) for rnd in range(exp.rounds)) for _, v in sorted(by.items())
+        )
+        means = [res.stat(exp.name, env, judge, rnd, m, metric) for rnd in range(exp.rounds)]
+        mean = " / ".join(f"{s['mean']:.2f}" if s else "-" for s in means)
+        hit = [
+            p
+            for p in res.paired
+            if (p["experiment"], p["env"], p["judge"], p["kind"], p["metric"])
+            == (exp.name, env, judge, "rounds", metric)
+            and p["comparison"].startswith(f"{m}:")
+        ]
+        lines.append(f"| {m} | {per} | {mean} | {hit[0]['text'] if hit else '-'} |")
+    return lines + [""]
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float) and not v.is_integer():
+        return f"{v:.2f}"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|")

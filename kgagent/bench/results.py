@@ -1,0 +1,270 @@
+"""The results folder of a grid: every run's figures as CSV, the statistics, plots and a report.
+
+Written from the finished cells' ``cell.json`` files alone, so it can be written
+again at any time (``kgagent bench GRID --report-only``) and is the same for cells
+run here or on Ray. Files::
+
+    grid.toml        the grid file as it was run
+    cells.csv        one row per cell: status (done, failed), error line, duration
+    runs.csv         one row per run (cell × round): every figure
+    stats.csv        per experiment, environment, judge, round and method, per figure:
+                     n, mean, sd, SE, IQM and its bootstrap CI, median, min, max
+    paired.csv       paired t tests: reference − method (same seed and series), and
+                     last round − round 0 for experiments with rounds
+    summary.json     all of the above, the command, versions and machine
+    report.md        the tables for people (docs/benchmarks.md is generated from it)
+    plots/*.png|svg  learning curves and bar charts
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kgagent.bench import stats
+from kgagent.bench.spec import Grid
+
+#: Figures the grid reports when present, after the grid's own metrics.
+EXTRA_METRICS = ("achievements", "unlocks_per_1000", "episode_count", "world_steps")
+#: Identifying columns of a run.
+ID_COLUMNS = ("experiment", "env", "method", "judge", "seed", "series", "round", "run_seed")
+
+
+@dataclass
+class Results:
+    """Everything a report and the plots are made from."""
+
+    grid: Grid
+    runs: list[dict[str, Any]]  # flat rows: ID_COLUMNS + scalar figures
+    curves: dict[tuple, list[float]]  # (experiment, env, judge, method, seed, series, round)
+    episodes: dict[tuple, list[list[str]]]  # same key: achievements per episode (Crafter)
+    metrics: list[str]
+    stats: list[dict[str, Any]] = field(default_factory=list)
+    paired: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    merges: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def group(self, experiment: str, env: str, judge: str, rnd: int, method: str) -> list[dict]:
+        """The runs of one method in one round, ordered by seed and series."""
+        rows = [
+            r
+            for r in self.runs
+            if (r["experiment"], r["env"], r["judge"], r["round"], r["method"])
+            == (experiment, env, judge, rnd, method)
+        ]
+        return sorted(rows, key=lambda r: (r["seed"], r["series"]))
+
+    def stat(self, experiment: str, env: str, judge: str, rnd: int, method: str, metric: str):
+        for s in self.stats:
+            if (s["experiment"], s["env"], s["judge"], s["round"], s["method"], s["metric"]) == (
+                experiment,
+                env,
+                judge,
+                rnd,
+                method,
+                metric,
+            ):
+                return s
+        return None
+
+
+def collect(grid: Grid, records: list[dict[str, Any]]) -> Results:
+    """Rows, curves and statistics from the finished cells' records."""
+    runs: list[dict[str, Any]] = []
+    curves: dict[tuple, list[float]] = {}
+    episodes: dict[tuple, list[list[str]]] = {}
+    for rec in records:
+        for run in rec["runs"]:
+            figures = run["figures"]
+            row = {k: run[k] for k in ID_COLUMNS}
+            row.update(
+                {k: v for k, v in figures.items() if isinstance(v, int | float) and k != "curve"}
+            )
+            runs.append(row)
+            key = _run_key(run)
+            curves[key] = list(figures.get("curve") or [])
+            if "episodes" in figures:
+                episodes[key] = figures["episodes"]
+    present = set().union(*(r.keys() for r in runs)) if runs else set()
+    metrics = [m for m in grid.metrics if m in present]
+    metrics += [m for m in EXTRA_METRICS if m in present and m not in metrics]
+    res = Results(grid, runs, curves, episodes, metrics)
+    res.stats = _stats(res)
+    res.paired = _paired(res)
+    return res
+
+
+def _run_key(run: dict[str, Any]) -> tuple:
+    return tuple(
+        run[k] for k in ("experiment", "env", "judge", "method", "seed", "series", "round")
+    )
+
+
+def _stats(res: Results) -> list[dict[str, Any]]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in res.runs:
+        groups[(r["experiment"], r["env"], r["judge"], r["round"], r["method"])].append(r)
+    out = []
+    for (exp, env, judge, rnd, method), rows in sorted(
+        groups.items(), key=lambda kv: _order(res, kv[0])
+    ):
+        for metric in res.metrics:
+            values = [float(r[metric]) for r in rows if metric in r]
+            if not values:
+                continue
+            s = stats.summarise(values, reps=res.grid.bootstrap, confidence=res.grid.confidence)
+            out.append(
+                {
+                    "experiment": exp,
+                    "env": env,
+                    "judge": judge,
+                    "round": rnd,
+                    "method": method,
+                    "metric": metric,
+                    **s.as_row(),
+                }
+            )
+    return out
+
+
+def _order(res: Results, key: tuple) -> tuple:
+    """Experiments, environments, judges and methods in the grid file's order."""
+    exp, env, judge, rnd, method = key
+    for i, e in enumerate(res.grid.experiments):
+        if e.name == exp:
+            return (
+                i,
+                e.envs.index(env) if env in e.envs else 99,
+                e.judges.index(judge) if judge in e.judges else 99,
+                rnd,
+                e.methods.index(method) if method in e.methods else 99,
+            )
+    return (99, 0, 0, rnd, 0)
+
+
+def _paired(res: Results) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for exp in res.grid.experiments:
+        for env in exp.envs:
+            for judge in exp.judges:
+                for rnd in range(exp.rounds):
+                    ref = {_pair(r): r for r in res.group(exp.name, env, judge, rnd, exp.reference)}
+                    for m in exp.methods:
+                        if m == exp.reference:
+                            continue
+                        other = {_pair(r): r for r in res.group(exp.name, env, judge, rnd, m)}
+                        label = f"{exp.reference} − {m}"
+                        out += _pairs(
+                            res, (exp.name, env, judge, rnd), label, "methods", ref, other
+                        )
+                if exp.rounds > 1:
+                    last = exp.rounds - 1
+                    for m in exp.methods:
+                        first = {_pair(r): r for r in res.group(exp.name, env, judge, 0, m)}
+                        end = {_pair(r): r for r in res.group(exp.name, env, judge, last, m)}
+                        label = f"{m}: round {last} − round 0"
+                        out += _pairs(
+                            res, (exp.name, env, judge, last), label, "rounds", end, first
+                        )
+    return out
+
+
+def _pair(r: dict[str, Any]) -> tuple[int, int]:
+    return (r["seed"], r["series"])
+
+
+def _pairs(res: Results, where: tuple, label: str, kind: str, a: dict, b: dict) -> list[dict]:
+    keys = sorted(set(a) & set(b))
+    if not keys:
+        return []
+    exp, env, judge, rnd = where
+    rows = []
+    for metric in res.metrics:
+        x = [float(a[k][metric]) for k in keys if metric in a[k] and metric in b[k]]
+        y = [float(b[k][metric]) for k in keys if metric in a[k] and metric in b[k]]
+        if not x:
+            continue
+        p = stats.paired_t(x, y)
+        rows.append(
+            {
+                "experiment": exp,
+                "env": env,
+                "judge": judge,
+                "round": rnd,
+                "kind": kind,
+                "comparison": label,
+                "metric": metric,
+                "mean_a": sum(x) / len(x),
+                "mean_b": sum(y) / len(y),
+                **p.as_row(),
+                "text": p.text(3 if metric in ("err", "cost_per_100_steps") else 2),
+            }
+        )
+    return rows
+
+
+def write_results(res: Results, out: Path, *, plots: bool = True) -> dict[str, Path]:
+    """Write every file of the results folder; returns the main ones by name."""
+    from kgagent.bench.report import render_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "grid": out / "grid.toml",
+        "cells": out / "cells.csv",
+        "runs": out / "runs.csv",
+        "stats": out / "stats.csv",
+        "paired": out / "paired.csv",
+        "summary": out / "summary.json",
+        "report": out / "report.md",
+    }
+    files["grid"].write_text(res.grid.text)
+    _csv(files["cells"], res.cells)
+    figure_cols = sorted({k for r in res.runs for k in r} - set(ID_COLUMNS))
+    ordered = [m for m in res.metrics if m in figure_cols]
+    ordered += [c for c in figure_cols if c not in ordered]
+    _csv(files["runs"], res.runs, [*ID_COLUMNS, *ordered])
+    _csv(files["stats"], res.stats)
+    _csv(files["paired"], res.paired)
+    if res.merges:
+        files["merged"] = out / "merged.csv"
+        _csv(files["merged"], res.merges)
+    images: dict[tuple, list[str]] = {}
+    if plots and res.runs:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            res.meta["plots"] = "none: matplotlib is not installed (pip install 'kgagent[bench]')"
+        else:
+            from kgagent.bench.plots import draw_plots
+
+            images = draw_plots(res, out / "plots")
+    summary = {
+        "grid": res.grid.name,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **res.meta,
+        "metrics": res.metrics,
+        "cells": res.cells,
+        "stats": res.stats,
+        "paired": res.paired,
+        "merged": res.merges,
+    }
+    files["summary"].write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    files["report"].write_text(render_report(res, images))
+    return files
+
+
+def _csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
+    names = columns or (list(dict.fromkeys(k for r in rows for k in r)) if rows else ["none"])
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=names, lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: "" if r.get(k) is None else r.get(k) for k in names})
+    path.write_text(buf.getvalue())

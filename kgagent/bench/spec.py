@@ -1,0 +1,462 @@
+"""The grid file of ``kgagent bench``: what to run, read from TOML and checked before anything runs.
+
+A grid names environments, methods, judges, seeds, series, rounds and steps; each
+``[[experiment]]`` table is one sub-grid (its keys override the file's top-level
+ones), and a file without experiments is one experiment. Every combination
+environment × method × judge × seed × series is a :class:`Cell`: one memory, whose
+``rounds`` runs resume it. Round ``r`` of series ``s`` of seed ``k`` plays
+``run.seed = k + series_stride·s + round_stride·r`` (defaults 100 and 1, the
+series and round seeds of ``benchmarks/learning.py``).
+
+Everything is checked here, before the first cell starts, so a typo costs one line
+and no compute: unknown keys, unknown environments, methods and judges, bad seeds,
+and every cell's configuration (``Config.load`` of its overrides). The format is
+documented in docs/bench.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from kgagent.config import Config, read_config_text
+from kgagent.errors import ConfigError
+
+#: Bumped when what a cell runs for the same spec changes (invalidates finished cells).
+SPEC_VERSION = 1
+#: Harness baselines that are not agent ablations: ``random_keys`` picks one of a
+#: ``gym:ID`` environment's own actions uniformly per step (Hafner's random agent).
+BASELINES = ("random_keys",)
+#: Figures the statistics cover by default, in report order.
+DEFAULT_METRICS = (
+    "progression",
+    "score",
+    "err",
+    "cost_per_100_steps",
+    "library_size",
+    "skills_augmented",
+    "round_skills_augmented",
+    "round_skills_pruned",
+    "nodes",
+    "skill_edges",
+    "similarity_edges",
+    "actions",
+)
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_TOP = {
+    "name",
+    "description",
+    "out",
+    "metrics",
+    "bootstrap",
+    "confidence",
+    "method",
+    "judge",
+    "experiment",
+}
+_EXPERIMENT = {
+    "name",
+    "envs",
+    "methods",
+    "judges",
+    "seeds",
+    "series",
+    "rounds",
+    "steps",
+    "set",
+    "reference",
+    "series_stride",
+    "round_stride",
+}
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method: an agent ablation (``run.ablation``) plus overrides, or a harness baseline."""
+
+    name: str
+    ablation: str = "full"
+    baseline: str | None = None
+    overrides: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Judge:
+    """Who answers the brain's roles: the offline brain, or an OpenAI-compatible server."""
+
+    name: str
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    overrides: tuple[str, ...] = ()
+
+    def brain_overrides(self) -> list[str]:
+        if self.base_url is None:
+            return ["brain.kind=offline", *self.overrides]
+        out = ["brain.kind=vlm", f"brain.base_url={self.base_url}"]
+        if self.model:
+            out.append(f"brain.model={self.model}")
+        if self.api_key_env:
+            out.append(f"brain.api_key_env={self.api_key_env}")
+        return out + list(self.overrides)
+
+
+@dataclass
+class Cell:
+    """One memory of the grid: its rounds, their seeds and the overrides of every round.
+
+    Plain data (it travels to worker processes and Ray tasks as a dict); ``key`` is
+    its folder name in the results, ``digest`` the hash a finished cell records.
+    """
+
+    experiment: str
+    env: str
+    method: str
+    judge: str
+    seed: int
+    series: int
+    steps: int
+    run_seeds: list[int]
+    overrides: list[str]  # applied after ``base``; the round's run.seed comes last
+    baseline: str | None = None
+    base: dict[str, Any] = field(default_factory=dict)  # a --config file's tables
+
+    @property
+    def rounds(self) -> int:
+        return len(self.run_seeds)
+
+    @property
+    def key(self) -> str:
+        env = re.sub(r"[^A-Za-z0-9_-]+", "-", self.env).strip("-")
+        return f"{self.experiment}.{env}.{self.method}.{self.judge}.seed{self.seed}.series{self.series}"
+
+    @property
+    def digest(self) -> str:
+        """A hash of everything that decides what the cell plays (not where it is stored)."""
+        d = {"spec_version": SPEC_VERSION, **asdict(self)}
+        text = json.dumps(d, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def config(self, round_index: int, extra: list[str] | None = None) -> Config:
+        """The configuration of round ``round_index`` (validated)."""
+        cfg = Config()
+        cfg.update(self.base)
+        for item in [*self.overrides, f"run.seed={self.run_seeds[round_index]}", *(extra or [])]:
+            cfg.set_dotted(item)
+        cfg.validate()
+        return cfg
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Cell:
+        return cls(**d)
+
+
+@dataclass
+class Experiment:
+    name: str
+    envs: list[str]
+    methods: list[str]
+    judges: list[str]
+    seeds: list[int]
+    series: int
+    rounds: int
+    steps: int
+    reference: str | None
+    overrides: list[str] = field(default_factory=list)  # the grid's ``set``, then its own
+    series_stride: int = 100
+    round_stride: int = 1
+    cells: list[Cell] = field(default_factory=list)
+
+
+@dataclass
+class Grid:
+    """A parsed grid file: experiments and their cells, and how to report them."""
+
+    name: str
+    path: Path
+    text: str
+    experiments: list[Experiment]
+    methods: dict[str, Method]
+    judges: dict[str, Judge]
+    metrics: list[str]
+    bootstrap: int
+    confidence: float
+    out: Path | None
+    description: str = ""
+
+    @property
+    def cells(self) -> list[Cell]:
+        return [c for e in self.experiments for c in e.cells]
+
+
+def load_grid(
+    path: str | Path, *, base: dict[str, Any] | None = None, overrides: list[str] | None = None
+) -> Grid:
+    """Read and check the grid file at ``path``; one :class:`ConfigError` line if it is wrong.
+
+    ``base`` (tables of a config file) and ``overrides`` (``section.field=value``,
+    from the command line) apply to every cell, the overrides after the grid's own.
+    """
+    p = Path(path)
+    text = read_config_text(p)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"grid file {p} is not valid TOML: {e}") from None
+    return parse_grid(data, p, text, base=base or {}, overrides=list(overrides or []))
+
+
+def parse_grid(
+    data: dict[str, Any],
+    path: Path,
+    text: str = "",
+    *,
+    base: dict[str, Any] | None = None,
+    overrides: list[str] | None = None,
+) -> Grid:
+    """A :class:`Grid` from the TOML tables of a grid file (see :func:`load_grid`)."""
+    where = f"grid file {path}"
+    _known(data, _TOP | _EXPERIMENT, where)
+    methods = _methods(data.get("method", {}), where)
+    judges = _judges(data.get("judge", {}), where)
+    metrics = _strings(data.get("metrics", list(DEFAULT_METRICS)), f"{where}: metrics")
+    bootstrap = _int(data.get("bootstrap", 2000), f"{where}: bootstrap", low=100)
+    confidence = data.get("confidence", 0.95)
+    if not isinstance(confidence, float) or not 0.5 <= confidence < 1:
+        raise ConfigError(f"{where}: confidence must be a number in [0.5, 1), got {confidence!r}")
+    raw = data.get("experiment")
+    if raw is None:  # the file is one experiment, named like the grid
+        tables = [{"name": str(data.get("name") or "grid")}]
+    elif isinstance(raw, list) and raw and all(isinstance(t, dict) for t in raw):
+        tables = raw
+    else:
+        raise ConfigError(f"{where}: experiment must be one or more [[experiment]] tables")
+    top = {k: v for k, v in data.items() if k in _EXPERIMENT and k != "name"}
+    experiments: list[Experiment] = []
+    for i, table in enumerate(tables):
+        _known(table, _EXPERIMENT, f"{where}, experiment {i + 1}")
+        merged = {**top, **table}
+        if "set" in top and "set" in table:
+            merged["set"] = [*_strings(top["set"], "set"), *_strings(table["set"], "set")]
+        exp = _experiment(merged, i, methods, judges, where)
+        if exp.name in {e.name for e in experiments}:
+            raise ConfigError(f"{where}: two experiments are named {exp.name!r}")
+        experiments.append(exp)
+    grid = Grid(
+        name=str(data.get("name") or path.stem),
+        path=path,
+        text=text,
+        experiments=experiments,
+        methods=methods,
+        judges=judges,
+        metrics=metrics,
+        bootstrap=bootstrap,
+        confidence=confidence,
+        out=(path.parent / str(data["out"])) if data.get("out") else None,
+        description=str(data.get("description", "")),
+    )
+    for exp in experiments:
+        exp.cells = _cells(exp, grid, dict(base or {}), list(overrides or []), where)
+    return grid
+
+
+def _experiment(
+    d: dict[str, Any],
+    i: int,
+    methods: dict[str, Method],
+    judges: dict[str, Judge],
+    where: str,
+) -> Experiment:
+    name = str(d.get("name") or f"experiment{i + 1}")
+    where = f"{where}, experiment {name!r}"
+    if not _NAME.match(name):
+        raise ConfigError(f"{where}: a name may hold only letters, digits, '_' and '-'")
+    from kgagent.envs.registry import is_env_name
+
+    envs = _strings(d.get("envs"), f"{where}: envs", required=True)
+    for env in envs:
+        if not is_env_name(env):
+            raise ConfigError(
+                f"{where}: unknown environment {env!r}; known: cardgame, civgame, desktop, gym:ID"
+            )
+    names = _strings(d.get("methods", ["full"]), f"{where}: methods", required=True)
+    for m in names:
+        if m not in methods:
+            raise ConfigError(
+                f"{where}: unknown method {m!r}; known: {', '.join(methods)} "
+                "(or define it in a [method.NAME] table)"
+            )
+        if methods[m].baseline == "random_keys" and any(not e.startswith("gym:") for e in envs):
+            raise ConfigError(
+                f"{where}: method {m!r} (random_keys) plays a gym:ID environment's own actions; "
+                "put it in an experiment whose envs are all gym:ID"
+            )
+    jnames = _strings(d.get("judges", ["offline"]), f"{where}: judges", required=True)
+    for j in jnames:
+        if j not in judges:
+            raise ConfigError(
+                f"{where}: unknown judge {j!r}; known: {', '.join(judges)} "
+                "(or define it in a [judge.NAME] table with base_url)"
+            )
+    seeds = _seeds(d.get("seeds", 3), f"{where}: seeds")
+    reference = d.get("reference", "full" if "full" in names else names[0])
+    if reference not in names:
+        raise ConfigError(
+            f"{where}: reference {reference!r} is not one of its methods ({', '.join(names)})"
+        )
+    for dup, what in ((envs, "environment"), (names, "method"), (jnames, "judge")):
+        if len(set(dup)) != len(dup):
+            raise ConfigError(f"{where}: an {what} is named twice")
+    return Experiment(
+        name=name,
+        envs=envs,
+        methods=names,
+        judges=jnames,
+        seeds=seeds,
+        series=_int(d.get("series", 1), f"{where}: series", low=1),
+        rounds=_int(d.get("rounds", 1), f"{where}: rounds", low=1),
+        steps=_int(d.get("steps", 300), f"{where}: steps", low=1),
+        reference=str(reference),
+        overrides=_strings(d.get("set", []), f"{where}: set"),
+        series_stride=_int(d.get("series_stride", 100), f"{where}: series_stride", low=0),
+        round_stride=_int(d.get("round_stride", 1), f"{where}: round_stride", low=0),
+    )
+
+
+def _cells(
+    exp: Experiment, grid: Grid, base: dict[str, Any], cli: list[str], where: str
+) -> list[Cell]:
+    cells: list[Cell] = []
+    checked: set[tuple[str, str, str]] = set()
+    for env in exp.envs:
+        for m in exp.methods:
+            method = grid.methods[m]
+            for j in exp.judges:
+                overrides = [
+                    *exp.overrides,
+                    *method.overrides,
+                    *grid.judges[j].brain_overrides(),
+                    *cli,
+                    f"run.env={env}",
+                    f"run.ablation={method.ablation}",
+                ]
+                for k in exp.seeds:
+                    for s in range(exp.series):
+                        seeds = [
+                            k + exp.series_stride * s + exp.round_stride * r
+                            for r in range(exp.rounds)
+                        ]
+                        cell = Cell(exp.name, env, m, j, k, s, exp.steps, seeds, overrides)
+                        cell.baseline, cell.base = method.baseline, base
+                        if (env, m, j) not in checked:
+                            _check_config(cell, where)
+                            checked.add((env, m, j))
+                        cells.append(cell)
+    keys = [c.key for c in cells]
+    if len(set(keys)) != len(keys):
+        raise ConfigError(f"{where}: two cells share a folder name (a seed is listed twice?)")
+    return cells
+
+
+def _check_config(cell: Cell, where: str) -> None:
+    try:
+        cell.config(0)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {cell.env} / {cell.method} / {cell.judge}: {e}") from None
+
+
+def _methods(table: Any, where: str) -> dict[str, Method]:
+    from kgagent.config_sections import ABLATIONS
+
+    out: dict[str, Method] = {a: Method(a, ablation=a) for a in ABLATIONS}
+    out["random_keys"] = Method("random_keys", ablation="random", baseline="random_keys")
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: method must be a table of [method.NAME] tables")
+    for name, d in table.items():
+        w = f"{where}, method {name!r}"
+        if not _NAME.match(name) or not isinstance(d, dict):
+            raise ConfigError(f"{w}: define it as [method.NAME] with letters, digits, '_', '-'")
+        _known(d, {"ablation", "baseline", "set"}, w)
+        ablation = d.get("ablation", "full")
+        if ablation not in ABLATIONS:
+            raise ConfigError(f"{w}: unknown ablation {ablation!r}; known: {', '.join(ABLATIONS)}")
+        baseline = d.get("baseline")
+        if baseline is not None and baseline not in BASELINES:
+            raise ConfigError(f"{w}: unknown baseline {baseline!r}; known: {', '.join(BASELINES)}")
+        sets = tuple(_strings(d.get("set", []), f"{w}: set"))
+        out[name] = Method(name, ablation=ablation, baseline=baseline, overrides=sets)
+    return out
+
+
+def _judges(table: Any, where: str) -> dict[str, Judge]:
+    out = {"offline": Judge("offline")}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: judge must be a table of [judge.NAME] tables")
+    for name, d in table.items():
+        w = f"{where}, judge {name!r}"
+        if not _NAME.match(name) or not isinstance(d, dict):
+            raise ConfigError(f"{w}: define it as [judge.NAME] with letters, digits, '_', '-'")
+        _known(d, {"base_url", "model", "api_key_env", "set"}, w)
+        url = d.get("base_url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"{w}: base_url must be an OpenAI-compatible endpoint such as "
+                "http://localhost:8000/v1"
+            )
+        sets = tuple(_strings(d.get("set", []), f"{w}: set"))
+        if any(not s.startswith("brain.") for s in sets):
+            raise ConfigError(f"{w}: a judge's set may change only brain.* fields")
+        model, key = d.get("model"), d.get("api_key_env")
+        out[name] = Judge(name, url, None if model is None else str(model), key, sets)
+    return out
+
+
+def _known(d: dict[str, Any], allowed: set[str], where: str) -> None:
+    bad = sorted(set(d) - allowed)
+    if bad:
+        raise ConfigError(f"{where}: unknown key {bad[0]!r}; known: {', '.join(sorted(allowed))}")
+
+
+def _strings(v: Any, where: str, *, required: bool = False) -> list[str]:
+    if v is None and required:
+        raise ConfigError(f"{where} is required (a list of names)")
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        raise ConfigError(f"{where} must be a list of non-empty strings, got {v!r}")
+    if required and not v:
+        raise ConfigError(f"{where} must name at least one")
+    return list(v)
+
+
+def _int(v: Any, where: str, *, low: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < low:
+        raise ConfigError(f"{where} must be a whole number >= {low}, got {v!r}")
+    return v
+
+
+def _seeds(v: Any, where: str) -> list[int]:
+    """``seeds = N`` (0 … N-1) or a list of seeds."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        if v < 1:
+            raise ConfigError(f"{where} must be >= 1 or a list of seeds, got {v}")
+        return list(range(v))
+    if (
+        isinstance(v, list)
+        and v
+        and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v)
+    ):
+        if len(set(v)) != len(v):
+            raise ConfigError(f"{where} lists a seed twice: {v}")
+        return list(v)
+    raise ConfigError(f"{where} must be a count (seeds 0 … N-1) or a list of seeds >= 0, got {v!r}")

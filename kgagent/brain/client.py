@@ -1,0 +1,488 @@
+"""One role call to an OpenAI-compatible endpoint: negotiate, request, read, retry, account.
+
+Servers differ in what they accept. The client asks for an answer in the best
+way the endpoint supports and steps down when the server says it cannot:
+
+1. ``tools`` — one function tool, forced with ``tool_choice`` (OpenAI; vLLM's
+   guided decoding; Ollama and llama.cpp's server for models with tool templates);
+2. ``json_schema`` — ``response_format={"type": "json_schema", ...}`` (vLLM,
+   Ollama, llama.cpp, LM Studio), with the JSON shape also stated in the prompt;
+3. ``text`` — no constraint at all: the prompt states the shape and the first
+   JSON object in the reply text is read.
+
+A step down happens when the server refuses a request with 400/415/422 (or a 5xx
+that names tools, Jinja, grammars or ``response_format``: llama.cpp without
+``--jinja``), or answers a tools request without the tool call. What worked is
+remembered per endpoint (base URL + model) for the rest of the process
+(:class:`EndpointMemory`), so the refusal is paid once. Request parameters that
+some models reject (``max_tokens`` → ``max_completion_tokens``, ``temperature``)
+are adapted the same way.
+
+A refusal (``message.refusal``) ends the call; a reply cut at ``max_tokens``
+(``finish_reason == "length"``) is asked again once with twice the tokens, then
+the call gives up. Timeouts, connection errors, 408/409/429/5xx and unusable
+replies are retried up to ``max_retries`` times with exponential backoff (a
+``Retry-After`` header replaces the delay, capped). Every reply is billed to
+:class:`~kgagent.brain.base.Usage`, exact from ``usage`` or estimated and marked
+(:mod:`kgagent.brain.pricing`). Errors keep the server's own message, on one line.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import io
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import openai
+from PIL import Image
+
+from kgagent.brain import pricing, prompts
+from kgagent.brain.base import Usage
+from kgagent.brain.reply import (
+    InvalidReply,
+    NoToolCall,
+    Refused,
+    Truncated,
+    arguments,
+    one_line,
+    server_message,
+    validate,
+)
+from kgagent.brain.settings import MODES, BrainSettings
+from kgagent.errors import BudgetExceeded
+
+#: HTTP statuses worth another try (the same set the openai SDK itself retries).
+RETRY_STATUSES = frozenset({408, 409, 429})
+#: statuses with which a server refuses the *form* of a request
+FORM_STATUSES = frozenset({400, 415, 422})
+#: words in a 5xx message that blame the request's form, not the server's state
+FORM_WORDS = ("tool", "jinja", "response_format", "json_schema", "grammar", "function")
+
+
+@dataclass
+class CallRecord:
+    """What one role call cost and how it ended."""
+
+    role: str
+    ok: bool = False
+    attempts: int = 0  # counted tries (retries spend them)
+    requests: int = 0  # HTTP requests, steps down and the truncation retry included
+    mode: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+    cost_usd: float = 0.0
+    error: str = ""
+
+
+class EndpointMemory:
+    """Per endpoint (base URL + model): the answer mode and request parameters that worked.
+
+    One process may build many brains for one endpoint (rounds, benchmark grids); a
+    refusal learnt by the first is not paid again by the next. Inject a fresh one to
+    start from nothing (tests do).
+    """
+
+    def __init__(self) -> None:
+        self.modes: dict[tuple[str, str], str] = {}
+        self.params: dict[tuple[str, str], dict[str, Any]] = {}
+        self.told: set[tuple[tuple[str, str], str]] = set()
+
+    def first_tell(self, key: tuple[str, str], what: str) -> bool:
+        """True the first time ``what`` is said about this endpoint in this process."""
+        if (key, what) in self.told:
+            return False
+        self.told.add((key, what))
+        return True
+
+
+#: the process's endpoint memory (see :class:`EndpointMemory`)
+ENDPOINTS = EndpointMemory()
+
+
+def image_data_url(
+    image: np.ndarray, max_side: int, fmt: str = "png", jpeg_quality: int = 85
+) -> str:
+    """A screenshot as a ``data:`` URL, downscaled so its longest side is ``max_side``."""
+    return encode_image(image, max_side, fmt, jpeg_quality)[0]
+
+
+def encode_image(
+    image: np.ndarray, max_side: int, fmt: str = "png", jpeg_quality: int = 85
+) -> tuple[str, tuple[int, int]]:
+    """(data URL, (width, height) sent). Downscaling is where most of the cost is
+    decided: image tokens grow with pixels, and a GUI stays legible at a few hundred."""
+    return encode_fitted(fit_image(image, max_side), fmt, jpeg_quality)
+
+
+def fit_image(image: np.ndarray, max_side: int) -> Image.Image:
+    """The screenshot as sent: RGB, downscaled so its longest side is ``max_side``.
+
+    Area averaging (OpenCV): as legible as Lanczos for a downscale, and a fifth of
+    its time on a full-HD screenshot.
+    """
+    import cv2
+
+    arr = np.asarray(image)
+    if arr.dtype != np.uint8:
+        arr = np.clip(arr, 0, 255).astype(np.uint8)
+    if arr.ndim == 3 and arr.shape[2] == 4:
+        arr = arr[:, :, :3]
+    h, w = arr.shape[:2]
+    scale = max_side / max(w, h)
+    if scale < 1.0:
+        size = (max(1, round(w * scale)), max(1, round(h * scale)))
+        arr = cv2.resize(np.ascontiguousarray(arr), size, interpolation=cv2.INTER_AREA)
+    img = Image.fromarray(arr)
+    return img if img.mode == "RGB" else img.convert("RGB")
+
+
+def encode_fitted(
+    img: Image.Image, fmt: str = "png", jpeg_quality: int = 85
+) -> tuple[str, tuple[int, int]]:
+    """A fitted image (:func:`fit_image`) as a data URL, and its size."""
+    import base64
+
+    buf = io.BytesIO()
+    if fmt.lower() in ("jpeg", "jpg"):
+        img.save(buf, format="JPEG", quality=jpeg_quality)
+        mime = "image/jpeg"
+    else:
+        # zlib level 1: a fifth of the default level's time for a few percent more bytes
+        img.save(buf, format="PNG", optimize=False, compress_level=1)
+        mime = "image/png"
+    url = f"data:{mime};base64,{base64.b64encode(buf.getvalue()).decode('ascii')}"
+    return url, img.size
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds a server asked us to wait (``retry-after-ms`` or ``retry-after``)."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class ChatClient:
+    """Role calls against one endpoint (see the module docstring).
+
+    ``usage`` returns the brain's running totals (updated in place); ``log`` hears the
+    few things a user should know once (a mode the server refused, estimated
+    tokens, an unknown price); ``note`` hears them too, for the step record.
+    """
+
+    def __init__(
+        self,
+        cfg: Any,
+        settings: BrainSettings,
+        usage: Callable[[], Usage],
+        *,
+        client: openai.OpenAI | None = None,
+        endpoints: EndpointMemory | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        log: Callable[[str], None] = lambda s: None,
+        note: Callable[[str], None] = lambda s: None,
+    ) -> None:
+        import os
+
+        self.cfg = cfg
+        self.settings = settings
+        self._usage = usage
+        self.client = client or openai.OpenAI(
+            base_url=cfg.base_url,
+            api_key=os.environ.get(cfg.api_key_env) or "none",
+            timeout=cfg.timeout_s,
+            max_retries=0,
+        )
+        self.endpoints = endpoints if endpoints is not None else ENDPOINTS
+        self.key = (cfg.base_url or "https://api.openai.com/v1", cfg.model)
+        self._sleep = sleep
+        self._log = log
+        self._note = note
+        self.price_in, self.price_out, self.price_source = pricing.price_for(
+            cfg.model,
+            cfg.base_url,
+            settings.prices,
+            settings.price_in_per_mtok,
+            settings.price_out_per_mtok,
+        )
+        if "no price known" in self.price_source:
+            self._tell(
+                "price",
+                f"brain: no price known for model {cfg.model!r}; costing it at "
+                f"{pricing.UNKNOWN_REMOTE}'s list price (add brain.prices = "
+                f'["{cfg.model}=IN/OUT"] to correct it)',
+            )
+        self._dearest = 0.0  # the dearest single request so far (budget look-ahead)
+
+    # ------------------------------------------------------------------ the call
+    @property
+    def mode(self) -> str:
+        """The mode the next call starts in."""
+        if self.settings.mode != "auto":
+            return self.settings.mode
+        return self.endpoints.modes.get(self.key, MODES[0])
+
+    def call(
+        self,
+        role: str,
+        text: str,
+        images: list[tuple[str, np.ndarray]],
+        check: Callable[[dict[str, Any]], Any],
+        *,
+        retries: int,
+    ) -> tuple[CallRecord, Any]:
+        """One role call; ``(record, result)`` with ``record.ok`` False when it failed."""
+        cfg = self.cfg
+        record = CallRecord(role=role, mode=self.mode)
+        params = self.endpoints.params.setdefault(self.key, {})
+        encoded = [
+            (label, *encode_image(img, cfg.image_max_side, cfg.image_format, cfg.jpeg_quality))
+            for label, img in images
+        ]
+        max_tokens = cfg.max_output_tokens
+        raised = False
+        while record.attempts <= retries:
+            request = self._request(role, record.mode, text, encoded, max_tokens, params)
+            sizes = [size for _, _, size in encoded]
+            self._check_budget(request, sizes)
+            record.requests += 1
+            self._usage().requests += 1
+            delay: float | None = None
+            try:
+                response = self.client.chat.completions.create(**request)
+            except openai.APIStatusError as e:
+                msg = f"HTTP {e.status_code}: {server_message(e)}"
+                record.error = msg
+                if self._adapt_params(e, request, params):
+                    continue
+                if self._form_refused(e) and self._step_down(record, msg, sure=self._names_mode(e)):
+                    continue
+                if e.status_code not in RETRY_STATUSES and e.status_code < 500:
+                    break  # 400/401/404...: asking again will not help
+                after = retry_after(e)
+                if after is not None:
+                    delay = min(after, cfg.retry_after_cap_s)
+            except openai.APITimeoutError:
+                record.error = f"timed out after {cfg.timeout_s:g} s"
+            except openai.APIConnectionError as e:
+                record.error = one_line(f"connection error: {e}")
+            except Exception as e:  # noqa: BLE001 - a brain never crashes the loop
+                record.error = one_line(f"{type(e).__name__}: {e}")
+            else:
+                self._account(response, request, sizes, record)
+                try:
+                    try:
+                        args = arguments(response, role, record.mode, cfg.content_json_fallback)
+                    except NoToolCall as e:
+                        if e.found is None:
+                            raise
+                        args = e.found  # JSON in the text: usable if it has the right shape
+                        if validate(prompts.SCHEMAS[role], args):
+                            raise
+                    problems = validate(prompts.SCHEMAS[role], args)
+                    if problems:
+                        raise InvalidReply("; ".join(problems[:3]))
+                    result = check(args)
+                except Refused as e:
+                    record.error = str(e)
+                    break
+                except Truncated:
+                    record.error = f"reply cut at max_tokens ({max_tokens})"
+                    if raised or max_tokens is None:
+                        break
+                    max_tokens, raised = max_tokens * 2, True
+                    continue
+                except NoToolCall as e:
+                    record.error = str(e)
+                    if self._step_down(record, "the reply had no tool call", sure=True):
+                        continue
+                except InvalidReply as e:
+                    record.error = one_line(e)
+                except (KeyError, TypeError, AttributeError, ValueError) as e:
+                    record.error = one_line(f"unusable reply: {type(e).__name__}: {e}")
+                else:
+                    record.ok, record.error = True, ""
+                    self._remember(record.mode)
+                    return record, result
+            record.attempts += 1
+            if record.attempts <= retries:
+                self._sleep(
+                    delay if delay is not None else cfg.backoff_s * 2 ** (record.attempts - 1)
+                )
+        record.attempts = max(record.attempts, 1)
+        return record, None
+
+    # ------------------------------------------------------------- negotiation
+    def _form_refused(self, e: openai.APIStatusError) -> bool:
+        if e.status_code in FORM_STATUSES:
+            return True
+        text = server_message(e).lower()
+        return e.status_code >= 500 and any(w in text for w in FORM_WORDS)
+
+    @staticmethod
+    def _names_mode(e: openai.APIStatusError) -> bool:
+        """The refusal names the mode (tools, response_format...), not something else."""
+        text = server_message(e).lower()
+        return any(w in text for w in FORM_WORDS)
+
+    def _step_down(self, record: CallRecord, why: str, *, sure: bool) -> bool:
+        """Use the next answer mode; False when there is none (or the mode is fixed).
+
+        ``sure``: the server said or showed that it cannot do the current mode, so
+        the endpoint starts in the next one from now on; a refusal that names
+        nothing (a bare 400) is remembered only if a lower mode then works.
+        """
+        if self.settings.mode != "auto" or record.mode == MODES[-1]:
+            return False
+        old, record.mode = record.mode, MODES[MODES.index(record.mode) + 1]
+        if sure and MODES.index(self.endpoints.modes.get(self.key, MODES[0])) < MODES.index(
+            record.mode
+        ):
+            self.endpoints.modes[self.key] = record.mode
+        line = f"brain: {self.key[1]} at {self.key[0]} refused {old} ({why}); trying {record.mode}"
+        self._note(line.removeprefix("brain: "))
+        self._tell(f"step:{old}", line)
+        return True
+
+    def _remember(self, mode: str) -> None:
+        if self.settings.mode != "auto":
+            return
+        self.endpoints.modes[self.key] = mode
+        if mode != MODES[0]:
+            self._tell(f"mode:{mode}", f"brain: {self.key[1]} answers in {mode} mode")
+
+    def _adapt_params(
+        self, e: openai.APIStatusError, request: dict[str, Any], params: dict[str, Any]
+    ) -> bool:
+        """A 400 that names a parameter some models reject: change it and ask again."""
+        if e.status_code != 400:
+            return False
+        text = server_message(e).lower()
+        if "max_tokens" in request and "max_tokens" in text and "max_completion_tokens" in text:
+            params["max_tokens_key"] = "max_completion_tokens"
+            return True
+        if "temperature" in request and "temperature" in text and params.get("temperature", True):
+            params["temperature"] = False
+            return True
+        return False
+
+    def _tell(self, what: str, line: str) -> None:
+        if self.endpoints.first_tell(self.key, what):
+            self._log(line)
+
+    # ---------------------------------------------------------------- requests
+    def _request(
+        self,
+        role: str,
+        mode: str,
+        text: str,
+        encoded: list[tuple[str, str, tuple[int, int]]],
+        max_tokens: int | None,
+        params: dict[str, Any],
+    ) -> dict[str, Any]:
+        cfg = self.cfg
+        body = text if mode == "tools" else f"{text}\n{prompts.shape_text(role)}"
+        content: list[dict[str, Any]] = [{"type": "text", "text": body}]
+        for label, url, _size in encoded:
+            part: dict[str, Any] = {"url": url}
+            if cfg.image_detail:
+                part["detail"] = cfg.image_detail
+            content.append({"type": "text", "text": label})
+            content.append({"type": "image_url", "image_url": part})
+        kw: dict[str, Any] = {
+            "model": cfg.model,
+            "messages": [
+                {"role": "system", "content": prompts.system_prompt(mode)},
+                {"role": "user", "content": content},
+            ],
+        }
+        if mode == "tools":
+            kw["tools"] = [prompts.tool_spec(role)]
+            kw["tool_choice"] = prompts.forced_choice(role)
+        elif mode == "json_schema":
+            kw["response_format"] = prompts.response_format(role)
+        if cfg.temperature is not None and params.get("temperature", True):
+            kw["temperature"] = cfg.temperature
+        if max_tokens is not None:
+            kw[params.get("max_tokens_key", "max_tokens")] = max_tokens
+        return kw
+
+    # -------------------------------------------------------------- accounting
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """USD for a token count at this model's prices."""
+        return (prompt_tokens * self.price_in + completion_tokens * self.price_out) / 1e6
+
+    def _account(
+        self,
+        response: Any,
+        request: dict[str, Any],
+        sizes: list[tuple[int, int]],
+        record: CallRecord,
+    ) -> None:
+        """Bill a reply: its ``usage`` when it has one, else an estimate, marked."""
+        usage = getattr(response, "usage", None)
+        pt = getattr(usage, "prompt_tokens", None)
+        ct = getattr(usage, "completion_tokens", None)
+        estimated = not isinstance(pt, int) or not isinstance(ct, int)
+        if estimated:
+            choices = getattr(response, "choices", None) or []
+            message = choices[0].message if choices else None
+            pt = pricing.prompt_tokens(request, sizes)
+            ct = pricing.completion_tokens(message)
+            self._tell(
+                "estimated",
+                f"brain: {self.key[1]} at {self.key[0]} sends no token usage; tokens are "
+                "estimated (4 characters per token, OpenAI's image rule) and marked so",
+            )
+        u = self._usage()
+        u.prompt_tokens += pt
+        u.completion_tokens += ct
+        if estimated:
+            u.estimated_tokens += pt + ct
+            record.estimated = True
+        # Totals are priced from total tokens, so they equal tokens × prices exactly.
+        u.cost_usd = self.cost(u.prompt_tokens, u.completion_tokens)
+        record.prompt_tokens += pt
+        record.completion_tokens += ct
+        record.cost_usd = self.cost(record.prompt_tokens, record.completion_tokens)
+        self._dearest = max(self._dearest, self.cost(pt, ct))
+
+    def _check_budget(self, request: dict[str, Any], sizes: list[tuple[int, int]]) -> None:
+        """Refuse a request that would take spending past ``budget_usd``.
+
+        The next request is assumed to cost as much as the dearest one so far, or
+        as much as its own estimated prompt if that is more (the first request of
+        a run has nothing to compare with), so a run stops before the cap.
+        """
+        cap = self.cfg.budget_usd
+        if cap is None:
+            return
+        spent = self._usage().cost_usd
+        ahead = max(self._dearest, self.cost(pricing.prompt_tokens(request, sizes), 0))
+        if spent >= cap or spent + ahead > cap:
+            raise BudgetExceeded(
+                f"VLM budget of ${cap:.4f} reached (spent ${spent:.4f}, next call "
+                f"~${ahead:.4f}); raise brain.budget_usd to continue"
+            )

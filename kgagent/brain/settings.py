@@ -1,0 +1,56 @@
+"""The brain's negotiation, circuit-breaker, prompt and pricing settings, in one object.
+
+They are fields of :class:`~kgagent.config.BrainConfig` (``[brain]``); this reads them
+into one frozen record the client, breaker and prompt builders share, and checks what
+the config's own validation cannot (the price entries' syntax).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from kgagent.errors import ConfigError
+
+#: How a role's answer is requested: function tools, a JSON-schema ``response_format``,
+#: or JSON in the reply text (the shape stated in the prompt). ``auto`` negotiates.
+MODES = ("tools", "json_schema", "text")
+
+
+@dataclass(frozen=True)
+class BrainSettings:
+    """Negotiation, circuit breaker, prompt bounds and pricing (see docs/brains.md)."""
+
+    #: auto | tools | json_schema | text: auto starts with tools and steps down on refusal
+    mode: str = "auto"
+    #: consecutive failed role calls after which the endpoint is paused (0: never)
+    breaker_failures: int = 3
+    #: a paused endpoint is probed again after this many role calls ...
+    breaker_cooldown_calls: int = 20
+    #: ... or this many seconds, whichever comes first
+    breaker_cooldown_s: float = 120.0
+    #: choose_cluster / cluster_skills offer at most this many clusters (nearest first)
+    prompt_clusters: int = 8
+    #: member skill names listed per cluster
+    prompt_members: int = 5
+    #: characters of the listed clusters and skills in one prompt
+    prompt_max_chars: int = 6000
+    #: cluster_skills sends at most this many skills per request (fewer if max tokens are few)
+    cluster_batch: int = 8
+    #: cluster_skills requests per call; skills beyond wait for the next round
+    cluster_max_batches: int = 4
+    #: extra prices "MODEL=IN/OUT" (USD per million tokens), before the built-in table
+    prices: tuple[str, ...] = ()
+    #: USD per million tokens for any model; none: from the table (the usual case)
+    price_in_per_mtok: float | None = None
+    price_out_per_mtok: float | None = None
+
+    @classmethod
+    def of(cls, cfg: Any) -> BrainSettings:
+        """Read every field from ``cfg`` where it exists, else keep the default."""
+        values = {f.name: getattr(cfg, f.name, f.default) for f in fields(cls)}
+        values["prices"] = tuple(values["prices"] or ())
+        s = cls(**values)
+        if s.mode not in ("auto", *MODES):
+            raise ConfigError(f"brain.mode must be one of auto, {', '.join(MODES)}, not {s.mode!r}")
+        return s

@@ -1,0 +1,233 @@
+"""How a config field is declared, checked, read from text and described.
+
+Every field of :mod:`kgagent.config` is declared with :func:`param`: its
+default plus metadata that says where the default comes from (``source``:
+``paper: <where>`` or ``ours``), one line of ``why``, and the values it
+allows. From that one declaration, :class:`FieldSpec` checks a value
+(:func:`refusal`), turns TOML or ``--set`` text into the field's type
+(:func:`coerce`), and says in words what is allowed, both in refusals and in
+docs/config.md. Keeping the rule beside the default means a new field cannot be
+added without a range, and the docs cannot disagree with the check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import re
+import sys
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from kgagent.errors import ConfigError
+
+
+def param(
+    default: Any,
+    source: str,
+    why: str,
+    allowed: str = "",
+    *,
+    nonempty: bool = False,
+    check: Callable[[Any], bool] | None = None,
+) -> Any:
+    """A dataclass field with its provenance and its allowed values.
+
+    ``allowed``: ``[a, b]`` / ``(a, b)`` / ``[a, b)`` intervals, ``>= a``, ``> a``,
+    ``a | b | c`` choices, or empty (any value of the field's type). For a tuple it
+    holds for every element; ``nonempty`` asks for at least one element. ``check``
+    replaces the parsed rule (``allowed`` is then only its description).
+    """
+    if check is None:
+        _rule(allowed)  # a rule that does not parse fails at import, not at a user's value
+    meta = {"source": source, "why": why, "allowed": allowed, "nonempty": nonempty}
+    if check is not None:
+        meta["check"] = check
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """What one field holds: its type, its allowed values and its provenance."""
+
+    name: str  # section.field
+    kind: str  # bool | int | float | str
+    optional: bool  # None is allowed
+    length: int | None  # None: a scalar; -1: a tuple of any length; n: exactly n
+    allowed: str
+    nonempty: bool
+    check: Callable[[Any], bool] | None
+    source: str
+    why: str
+
+    def describe(self) -> str:
+        """What is allowed, in words (the end of every refusal, a column of the docs)."""
+        rule = self.allowed if self.check else _rule_text(self.allowed)
+        if self.length is None:
+            word = _WORDS[self.kind][0]
+            text = rule if rule.startswith("one of") else f"{word} {rule}".strip()
+        else:
+            count = f"{self.length}" if self.length > 0 else "a list of"
+            text = f"{count} {_WORDS[self.kind][1]}"
+            text += f" ({rule})" if self.check else f" {rule}" if rule else ""
+            text += ", at least one" if self.nonempty else ""
+        return text + (" (or none)" if self.optional else "")
+
+
+_WORDS = {
+    "bool": ("true or false", "booleans"),
+    "int": ("an integer", "integers"),
+    "float": ("a number", "numbers"),
+    "str": ("a non-empty string", "non-empty strings"),
+}
+
+
+@functools.cache
+def spec_of(cls: type, section: str, name: str) -> FieldSpec:
+    """The :class:`FieldSpec` of field ``name`` of the section dataclass ``cls``."""
+    f = next(f for f in fields(cls) if f.name == name)
+    hint = typing.get_type_hints(cls)[name]
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    args = list(typing.get_args(hint)) if union else [hint]
+    optional = type(None) in args
+    base, length = next(a for a in args if a is not type(None)), None
+    if typing.get_origin(base) is tuple:
+        inner = typing.get_args(base)
+        length = -1 if len(inner) == 2 and inner[1] is Ellipsis else len(inner)
+        base = inner[0]
+    meta = f.metadata
+    return FieldSpec(
+        name=f"{section}.{name}",
+        kind=base.__name__,
+        optional=optional,
+        length=length,
+        allowed=meta.get("allowed", ""),
+        nonempty=bool(meta.get("nonempty")),
+        check=meta.get("check"),
+        source=meta.get("source", ""),
+        why=meta.get("why", ""),
+    )
+
+
+_INTERVAL = re.compile(r"^([\[(])\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*([\])])$")
+_BOUND = re.compile(r"^(>=|>)\s*(-?[\d.]+)$")
+
+
+@functools.cache
+def _rule(allowed: str) -> Callable[[Any], bool]:
+    """The test an ``allowed`` text stands for; unknown syntax is a programming error."""
+    text = allowed.strip()
+    if not text:
+        return lambda v: True
+    if m := _INTERVAL.match(text):
+        lo, hi, lo_closed, hi_closed = float(m[2]), float(m[3]), m[1] == "[", m[4] == "]"
+        return lambda v: (v >= lo if lo_closed else v > lo) and (v <= hi if hi_closed else v < hi)
+    if m := _BOUND.match(text):
+        b, closed = float(m[2]), m[1] == ">="
+        return lambda v: v >= b if closed else v > b
+    if "|" in text:
+        choices = {c.strip() for c in text.split("|")}
+        return lambda v: v in choices
+    raise ValueError(f"config rule {allowed!r} is not understood")
+
+
+def _rule_text(allowed: str) -> str:
+    text = allowed.strip()
+    if "|" in text:
+        return "one of " + ", ".join(c.strip() for c in text.split("|"))
+    if text.startswith(("[", "(")):
+        return f"in {text}"
+    return text
+
+
+def _typed(kind: str, v: Any) -> bool:
+    if kind == "bool":
+        return isinstance(v, bool)
+    if kind == "int":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if kind == "float":
+        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return isinstance(v, str) and v.strip() != ""
+
+
+def refusal(spec: FieldSpec, v: Any) -> str | None:
+    """None when ``v`` is allowed, else the one-line refusal naming field, value and rule."""
+    if v is None:
+        ok = spec.optional
+    elif spec.length is not None:
+        ok = (
+            isinstance(v, tuple)
+            and (spec.length < 0 or len(v) == spec.length)
+            and (len(v) > 0 or not spec.nonempty)
+            and all(_typed(spec.kind, x) for x in v)
+            and (spec.check is not None or all(_rule(spec.allowed)(x) for x in v))
+        )
+    else:
+        ok = _typed(spec.kind, v) and (spec.check is not None or _rule(spec.allowed)(v))
+    if ok and spec.check is not None and v is not None:
+        ok = bool(spec.check(v))
+    return None if ok else f"{spec.name} = {show(v)}: must be {spec.describe()}"
+
+
+def show(v: Any) -> str:
+    """A value as a user would write it in TOML (``none`` for no value)."""
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, tuple | list):
+        return "[" + ", ".join(show(x) for x in v) + "]"
+    return repr(v)
+
+
+def parse_override(raw: str, spec: FieldSpec) -> Any:
+    """An override's text as a value: TOML when it parses, else the text itself."""
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw  # a bare string ("gpt-4.1", "1,2,3,4", "~/weights/sam.pth")
+    if spec.kind == "str" and not isinstance(value, str | list):
+        return raw  # text: "--set brain.model=4" means the text "4"
+    return value
+
+
+def coerce(value: Any, spec: FieldSpec) -> Any:
+    """A TOML or override value in the field's type; refused in one line if it cannot be."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null")):
+        value = None
+    elif spec.length is not None:
+        if isinstance(value, str):
+            value = [parse_override(x.strip(), spec) for x in value.split(",") if x.strip()]
+        if isinstance(value, list):
+            value = tuple(_widen(x, spec.kind) for x in value)
+    else:
+        value = _widen(value, spec.kind)
+    why = refusal(spec, value)
+    if why:
+        raise ConfigError(why)
+    return value
+
+
+def _widen(v: Any, kind: str) -> Any:
+    """What TOML gives, in the field's type where nothing is lost (1 → 1.0, 3.0 → 3)."""
+    if isinstance(v, bool):
+        return v
+    if kind == "bool" and isinstance(v, str) and v.strip().lower() in ("true", "false"):
+        return v.strip().lower() == "true"
+    if kind == "float" and isinstance(v, int):
+        return float(v)
+    if kind == "int" and isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v

@@ -1,0 +1,379 @@
+"""Gymnasium environments, and Crafter, as pixel programs: ``gym:ID``.
+
+Why: learning must be measured on programs no one here wrote, and in CI time. A
+Gymnasium environment rendered to RGB is such a program without a window: the
+agent sees its rendering and acts with keys, headless and fast.
+
+* The screen is the environment's RGB rendering (``render_mode="rgb_array"``),
+  scaled by nearest neighbour to a size the agent's perception can use
+  (:class:`GymOptions`). Crafter renders itself at that size, as its own window
+  does (600x600 by default, ``crafter.run_gui``'s window).
+* Keys become the environment's actions through the environment's own key map:
+  ``get_keys_to_action()`` where it has one (the ALE's), the key map of Crafter's
+  own window (``crafter/run_gui.py``: w a s d, space, tab, r t f p, 1-6; Esc quits,
+  which here ends the episode), or, for a small ``Discrete`` space with no key map,
+  the digits 0-9. A hotkey is a chord of the map (``w+space``); ``type`` presses
+  its characters one after another.
+* Everything else (clicks, keys the map does not name) does nothing: the
+  environment does not step and the screen stays as it was, as in Crafter's
+  window with ``--wait True``, whose world waits for a key. Points outside the
+  screen are refused as on a desktop.
+
+The reward, the achievements (Crafter) and the key map are the harness's
+(:attr:`GymEnv.key_map`, :meth:`GymEnv.ground_truth`, :meth:`GymEnv.end_info`);
+the agent holds only a Screen. Seeded: the same seed and inputs give the same
+screens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from kgagent.actions import Action
+from kgagent.envs.base import Env, GroundTruth
+from kgagent.envs.keyguard import normalize
+from kgagent.errors import ActionRefused, EnvironmentError_
+
+Keys = frozenset[str]
+
+#: Crafter's own window's key map (crafter/run_gui.py, ``keymap``), by pyautogui key name.
+CRAFTER_KEYS: dict[str, str] = {
+    "a": "move_left",
+    "d": "move_right",
+    "w": "move_up",
+    "s": "move_down",
+    "space": "do",
+    "tab": "sleep",
+    "r": "place_stone",
+    "t": "place_table",
+    "f": "place_furnace",
+    "p": "place_plant",
+    "1": "make_wood_pickaxe",
+    "2": "make_stone_pickaxe",
+    "3": "make_iron_pickaxe",
+    "4": "make_wood_sword",
+    "5": "make_stone_sword",
+    "6": "make_iron_sword",
+}
+CRAFTER_QUIT = "escape"  # run_gui.py stops on Esc
+_CRAFTER_IDS = {"crafter": True, "crafterreward-v1": True, "crafternoreward-v1": False}
+_GAMES_EXTRA = "pip install 'kgagent[games]'"
+
+
+@dataclass
+class GymOptions:
+    """Settings of the ``gym:ID`` adapter, with their defaults (read from a config
+    section with fields of these names when there is one)."""
+
+    # (width, height) of the screen the agent sees; None: Crafter 600x600 like its own
+    # window, others scaled by the smallest whole factor that gives >= 400 px a side
+    size: tuple[int, int] | None = None
+    # episode length; None: the environment's own (Crafter: 10000 steps)
+    max_episode_steps: int | None = None
+
+    @classmethod
+    def of(cls, section: Any) -> GymOptions:
+        return cls(
+            **{f.name: getattr(section, f.name) for f in fields(cls) if hasattr(section, f.name)}
+        )
+
+
+def _key_name(k: Any) -> str:
+    """A key of an environment's key map as a pyautogui key name."""
+    if isinstance(k, int):
+        if k < 256:
+            k = chr(k)
+        else:
+            try:
+                import pygame
+
+                return normalize(pygame.key.name(k))
+            except Exception:  # noqa: BLE001 - no pygame: keep a name that matches nothing
+                return f"keycode{k}"
+    names = {" ": "space", "\t": "tab", "\r": "enter", "\n": "enter", "\x1b": "escape"}
+    return normalize(names.get(str(k), str(k)))
+
+
+class _Crafter:
+    """Crafter (pip ``crafter``, Hafner 2021) with its own window's key map."""
+
+    def __init__(self, reward: bool, length: int | None) -> None:
+        try:
+            import crafter
+        except ImportError:
+            raise EnvironmentError_(
+                f"gym:crafter needs the crafter package: {_GAMES_EXTRA}"
+            ) from None
+        self._crafter = crafter
+        self.reward = reward
+        self.length = length or 10000
+        self.env: Any = None
+        self.action_names: list[str] = list(crafter.constants.actions)
+        self.noop = self.action_names.index("noop")
+        self.keys: dict[Keys, int] = {
+            frozenset([k]): self.action_names.index(a) for k, a in CRAFTER_KEYS.items()
+        }
+        self.quit_keys = frozenset([CRAFTER_QUIT])
+        self.achievement_names: list[str] = list(crafter.constants.achievements)
+
+    def reset(self, seed: int) -> None:
+        self.env = self._crafter.Env(seed=seed, length=self.length, reward=self.reward)
+        self.env.reset()
+
+    def step(self, index: int) -> tuple[float, bool, bool, dict[str, Any]]:
+        _obs, reward, done, info = self.env.step(index)
+        dead = info["discount"] == 0
+        return float(reward), bool(dead), bool(done and not dead), info
+
+    def native_size(self) -> tuple[int, int]:
+        return 600, 600  # crafter.run_gui's window
+
+    def frame(self, size: tuple[int, int]) -> np.ndarray:
+        return np.ascontiguousarray(self.env.render(list(size)))
+
+    def close(self) -> None:
+        self.env = None
+
+
+class _Gymnasium:
+    """Any Gymnasium environment with a Discrete action space and an RGB rendering."""
+
+    def __init__(self, env_id: str, max_episode_steps: int | None) -> None:
+        try:
+            import gymnasium
+        except ImportError:
+            raise EnvironmentError_(f"gym:{env_id} needs gymnasium: {_GAMES_EXTRA}") from None
+        if env_id.startswith("ALE/"):
+            try:
+                import ale_py
+
+                gymnasium.register_envs(ale_py)
+            except ImportError:
+                raise EnvironmentError_(f"gym:{env_id} needs ale-py: {_GAMES_EXTRA}") from None
+        kw: dict[str, Any] = {"render_mode": "rgb_array"}
+        if max_episode_steps:
+            kw["max_episode_steps"] = max_episode_steps
+        try:
+            self.env: Any = gymnasium.make(env_id, **kw)
+        except gymnasium.error.Error as e:
+            raise EnvironmentError_(f"unknown Gymnasium environment {env_id!r}: {e}") from None
+        space = self.env.action_space
+        if not isinstance(space, gymnasium.spaces.Discrete):
+            self.env.close()
+            raise EnvironmentError_(
+                f"gym:{env_id} has a {type(space).__name__} action space; keys map only to "
+                "Discrete actions"
+            )
+        n = int(space.n)
+        un = self.env.unwrapped
+        meanings = getattr(un, "get_action_meanings", None)
+        self.action_names = [str(m) for m in meanings()] if meanings else [str(i) for i in range(n)]
+        self.noop = next((i for i, m in enumerate(self.action_names) if m.upper() == "NOOP"), 0)
+        self.quit_keys: Keys = frozenset()
+        self.keys = self._key_map(env_id, un, n)
+
+    @staticmethod
+    def _key_map(env_id: str, un: Any, n: int) -> dict[Keys, int]:
+        get = getattr(un, "get_keys_to_action", None)
+        if get is not None:
+            out: dict[Keys, int] = {}
+            for combo, action in get().items():
+                combo = combo if isinstance(combo, (tuple, list)) else (combo,)
+                keys = frozenset(_key_name(k) for k in combo)
+                if keys:
+                    out[keys] = int(action)
+            return out
+        if n <= 10:
+            return {frozenset([str(i)]): i for i in range(n)}
+        raise EnvironmentError_(
+            f"gym:{env_id} has no key map (get_keys_to_action) and {n} actions, more than "
+            "the 10 digit keys"
+        )
+
+    def reset(self, seed: int) -> None:
+        self.env.reset(seed=seed)
+
+    def step(self, index: int) -> tuple[float, bool, bool, dict[str, Any]]:
+        _obs, reward, terminated, truncated, info = self.env.step(index)
+        return float(reward), bool(terminated), bool(truncated), dict(info)
+
+    def native_size(self) -> tuple[int, int]:
+        h, w = self.env.render().shape[:2]
+        return int(w), int(h)
+
+    def frame(self, size: tuple[int, int]) -> np.ndarray:
+        return _nearest(np.asarray(self.env.render(), np.uint8)[..., :3], size)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def _nearest(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Nearest-neighbour scaling to (width, height)."""
+    h, w = img.shape[:2]
+    tw, th = size
+    if (w, h) == (tw, th):
+        return np.ascontiguousarray(img)
+    ys = (np.arange(th) * h // th).clip(0, h - 1)
+    xs = (np.arange(tw) * w // tw).clip(0, w - 1)
+    return np.ascontiguousarray(img[ys[:, None], xs[None, :]])
+
+
+def _default_size(native: tuple[int, int], least: int = 400) -> tuple[int, int]:
+    k = max(1, math.ceil(least / max(1, min(native))))
+    return native[0] * k, native[1] * k
+
+
+class GymEnv(Env):
+    """A Gymnasium environment (or Crafter) seen as pixels and driven by its key map."""
+
+    live = False
+    restarts = True
+
+    def __init__(self, env_id: str, seed: int = 0, options: GymOptions | None = None) -> None:
+        self.env_id = env_id
+        self.name = f"gym:{env_id}"
+        self.opts = options or GymOptions()
+        reward = _CRAFTER_IDS.get(env_id.lower())
+        self.is_crafter = reward is not None
+        self._backend: _Crafter | _Gymnasium = (
+            _Crafter(bool(reward), self.opts.max_episode_steps)
+            if reward is not None
+            else _Gymnasium(env_id, self.opts.max_episode_steps)
+        )
+        self._seed = seed
+        self._episodes = 0
+        self._size: tuple[int, int] = (0, 0)
+        self.reset(seed)
+
+    # ------------------------------------------------------------ the harness's view
+    @property
+    def key_map(self) -> dict[str, str]:
+        """Key (or chord, ``w+space``) -> action name: what the keys do (harness only)."""
+        names = self._backend.action_names
+        out = {"+".join(sorted(k)): names[i] for k, i in self._backend.keys.items()}
+        for k in self._backend.quit_keys:
+            out[k] = "quit (ends the episode)"
+        return out
+
+    @property
+    def action_names(self) -> list[str]:
+        return list(self._backend.action_names)
+
+    def step_index(self, index: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Step with the environment's action ``index`` (baselines that know the actions)."""
+        if not 0 <= index < len(self._backend.action_names):
+            raise ActionRefused(f"action index {index} is not one of {self.env_id}'s actions")
+        reward, term, trunc = self._advance(index)
+        self._frame = self._render()
+        return self._frame, reward, term, trunc, self._step_info(True)
+
+    # ------------------------------------------------------------ Env API
+    @property
+    def size(self) -> tuple[int, int]:
+        return self._size
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """A new episode; without a seed, the constructor's seed + the episode number."""
+        seed = self._seed + self._episodes if seed is None else int(seed)
+        self._episodes += 1
+        self._backend.reset(seed)
+        if self._size == (0, 0):
+            native = self._backend.native_size()
+            self._size = tuple(self.opts.size) if self.opts.size else _default_size(native)  # type: ignore[assignment]
+        self._reward_sum = 0.0
+        self._steps = 0
+        self._alive = True
+        self._ended_by: str | None = None
+        self._unlocked: set[str] = set()
+        self._frame = self._render()
+        return self._frame, self._step_info(False)
+
+    def step(self, action: Action) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        w, h = self._size
+        for px, py in action.points():
+            if not (0 <= px < w and 0 <= py < h):
+                raise ActionRefused(
+                    f"{action.kind} at ({px}, {py}) is outside the {w}x{h} screen; nothing was executed"
+                )
+        total, term, trunc, stepped = 0.0, False, False, False
+        for keys in _presses(action):
+            if keys & self._backend.quit_keys:
+                trunc, self._ended_by = True, "quit key"
+                break
+            index = self._backend.keys.get(keys)
+            if index is None:
+                continue  # unmapped: the environment does not step
+            reward, term, trunc = self._advance(index)
+            total, stepped = total + reward, True
+            if term or trunc:
+                break
+        if stepped:
+            self._frame = self._render()
+        return self._frame, total, term, trunc, self._step_info(stepped)
+
+    def observe(self) -> np.ndarray:
+        return self._frame
+
+    def ground_truth(self) -> GroundTruth:
+        """Crafter: achievements unlocked in this episode (progression) and the reward sum
+        (score); others: environment steps (progression) and the reward sum (score)."""
+        extra: dict[str, Any] = {"env_steps": self._steps}
+        if self.is_crafter:
+            extra["achievements"] = sorted(self._unlocked)
+            progression = float(len(self._unlocked))
+        else:
+            progression = float(self._steps)
+        return GroundTruth(
+            progression=progression, score=self._reward_sum, alive=self._alive, extra=extra
+        )
+
+    def end_info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "env_steps": self._steps,
+            "reward_sum": round(self._reward_sum, 4),
+            "alive": self._alive,
+        }
+        if self._ended_by:
+            out["ended_by"] = self._ended_by
+        if self.is_crafter:
+            out["achievements"] = sorted(self._unlocked)
+        return out
+
+    def close(self) -> None:
+        self._backend.close()
+
+    # ------------------------------------------------------------ internals
+    def _advance(self, index: int) -> tuple[float, bool, bool]:
+        reward, term, trunc, info = self._backend.step(index)
+        self._reward_sum += reward
+        self._steps += 1
+        if term:
+            self._alive, self._ended_by = False, "terminated"
+        elif trunc:
+            self._ended_by = "time limit"
+        for name, count in (info.get("achievements") or {}).items():
+            if count > 0:
+                self._unlocked.add(name)
+        return reward, term, trunc
+
+    def _render(self) -> np.ndarray:
+        return self._backend.frame(self._size)
+
+    def _step_info(self, stepped: bool) -> dict[str, Any]:
+        return {"stepped": stepped, "reward_sum": self._reward_sum, "alive": self._alive}
+
+
+def _presses(action: Action) -> list[Keys]:
+    """The key chords an action presses, in order (none for pointer actions)."""
+    if action.kind in ("key", "hotkey"):
+        key = action.key or ""
+        parts = [key] if len(key) <= 1 else [k for k in key.split("+") if k] or [key]
+        return [frozenset(_key_name(k.strip().lower() or k) for k in parts)]
+    if action.kind == "type":
+        return [frozenset([_key_name(c.lower())]) for c in action.text or ""]
+    return []

@@ -1,0 +1,306 @@
+"""Start and stop the programs a desktop run needs: the program itself and, when there
+is no display, a private Xvfb.
+
+Why this shape: the agent must be able to learn a program from nothing but a command
+line, on a machine with no screen, and leave nothing running behind it. Every child
+gets its own process group (its own session), so that stopping it reaches the
+processes it started too, and Ctrl-C in a terminal reaches kgagent alone, which then
+stops the program in its own time. Stopping is SIGTERM to the group, then SIGKILL
+after a timeout.
+
+Safety nets, for when the normal ``close()`` never runs:
+
+* a registry of the live groups, killed by an ``atexit`` handler;
+* while any group is live, SIGTERM to kgagent (when it still has Python's default
+  handler) becomes ``SystemExit(143)``, so that ``finally`` blocks, and ``close()``
+  with them, run before the process exits;
+* each child asks for ``PR_SET_PDEATHSIG`` (Linux) before it becomes the program: the
+  kernel sends it SIGTERM when the thread that started it ends, even if kgagent is
+  killed with SIGKILL. (So a program must be launched from a thread that outlives it:
+  the main thread or the runner's.)
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from kgagent.errors import EnvironmentError_
+
+# ---------------------------------------------------------------- safety nets
+_LIVE: dict[int, subprocess.Popen[bytes]] = {}  # process group id -> its leader
+_LIVE_LOCK = threading.Lock()
+_SIGTERM_OLD: Any = None
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _register(proc: subprocess.Popen[bytes]) -> None:
+    global _SIGTERM_OLD
+    with _LIVE_LOCK:
+        _LIVE[proc.pid] = proc
+        if (
+            _SIGTERM_OLD is None
+            and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        ):
+            _SIGTERM_OLD = signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _unregister(pgid: int) -> None:
+    global _SIGTERM_OLD
+    with _LIVE_LOCK:
+        _LIVE.pop(pgid, None)
+        if (
+            not _LIVE
+            and _SIGTERM_OLD is not None
+            and threading.current_thread() is threading.main_thread()
+        ):
+            if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+                signal.signal(signal.SIGTERM, _SIGTERM_OLD)
+            _SIGTERM_OLD = None
+
+
+def live_groups() -> list[int]:
+    """Process groups started here and not yet stopped (for tests and diagnostics)."""
+    with _LIVE_LOCK:
+        return list(_LIVE)
+
+
+@atexit.register
+def _kill_all() -> None:
+    with _LIVE_LOCK:
+        procs = list(_LIVE.values())
+    for proc in procs:
+        stop_group(proc, timeout_s=1.0)
+
+
+# The child sets PR_SET_PDEATHSIG itself and then becomes the program (execvp), so no
+# Python code runs between fork and exec in kgagent's process: no preexec_fn, whose
+# fork would run the fork handlers of every threaded library loaded (LanceDB warns).
+_TRAMPOLINE = """import ctypes, os, signal, sys
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+except Exception:
+    pass
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(143)  # kgagent is gone already
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as e:
+    sys.stderr.write(f"kgagent: cannot run {sys.argv[2]}: {e.strerror}\\n")
+    sys.exit(127)
+"""
+
+
+def stop_group(proc: subprocess.Popen[bytes], timeout_s: float) -> int | None:
+    """SIGTERM to the process's group, SIGKILL after ``timeout_s``; returns its exit code."""
+    pgid = proc.pid  # started with start_new_session: the leader's pid is the group's id
+    with _LIVE_LOCK:
+        live = pgid in _LIVE
+    if not live:  # stopped before: its group id may belong to someone else by now
+        return proc.poll()
+    if proc.poll() is None:
+        _signal_group(pgid, signal.SIGTERM)
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            _signal_group(pgid, signal.SIGKILL)
+            proc.wait()
+    # the leader is gone; processes it left in its group go too
+    _signal_group(pgid, signal.SIGKILL)
+    _unregister(pgid)
+    return proc.returncode
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _spawn(argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+    if shutil.which(argv[0]) is None:
+        raise EnvironmentError_(f"cannot start {shlex.join(argv)!r}: {argv[0]} not found")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", _TRAMPOLINE, str(os.getpid()), *argv],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            **kw,
+        )
+    except OSError as e:
+        raise EnvironmentError_(f"cannot start {shlex.join(argv)!r}: {e.strerror}") from None
+    _register(proc)
+    return proc
+
+
+# ---------------------------------------------------------------- Xvfb
+class PrivateX:
+    """A private Xvfb on a free display number, stopped by :meth:`stop`."""
+
+    def __init__(self, size: tuple[int, int] = (1280, 800), timeout_s: float = 10.0) -> None:
+        if shutil.which("Xvfb") is None:
+            raise EnvironmentError_(
+                "no X display and no Xvfb to start one: install it (apt-get install xvfb) "
+                "or set DISPLAY"
+            )
+        w, h = (int(v) for v in size)
+        if w < 64 or h < 64:
+            raise EnvironmentError_(
+                f"the private display's size must be at least 64x64, not {w}x{h}"
+            )
+        self.size = (w, h)
+        r, wfd = os.pipe()
+        try:
+            # -displayfd: Xvfb picks a free display number itself and writes it here
+            self.proc = _spawn(
+                ["Xvfb", "-displayfd", str(wfd), "-screen", "0", f"{w}x{h}x24", "-nolisten", "tcp"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(wfd,),
+            )
+            os.close(wfd)
+            wfd = -1
+            number = self._read_number(r, timeout_s)
+        finally:
+            os.close(r)
+            if wfd >= 0:
+                os.close(wfd)
+        self.display = f":{number}"
+
+    def _read_number(self, fd: int, timeout_s: float) -> str:
+        deadline = time.monotonic() + timeout_s
+        buf = b""
+        while not buf.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(0.0, left))
+            chunk = os.read(fd, 64) if ready else b""
+            if not chunk:
+                code = stop_group(self.proc, 1.0)
+                raise EnvironmentError_(
+                    f"Xvfb did not start within {timeout_s:g} s (exit code {code})"
+                )
+            buf += chunk
+        return buf.decode().strip()
+
+    def stop(self) -> None:
+        stop_group(self.proc, timeout_s=2.0)
+
+
+# ---------------------------------------------------------------- programs
+def program_argv(cmd: str | list[str]) -> list[str]:
+    """The command as an argv (no shell). A leading ``python``/``python3`` is the Python
+    kgagent runs under, so that ``python -m crafter.run_gui`` finds the same packages."""
+    argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
+    if not argv:
+        raise EnvironmentError_("the program to launch is empty; give a command, e.g. xcalc")
+    if argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    return argv
+
+
+def default_program_log() -> Path:
+    """Where a launched program's output goes when the caller names no file."""
+    base = Path(tempfile.gettempdir()) / f"kgagent-{os.getuid()}"
+    base.mkdir(parents=True, exist_ok=True)
+    return base / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.program.log"
+
+
+class Program:
+    """A command started as a child in its own process group, its output in a log file."""
+
+    def __init__(
+        self, cmd: str | list[str], display: str, log_path: str | Path, stop_timeout_s: float = 5.0
+    ) -> None:
+        self.argv = program_argv(cmd)
+        self.display = display
+        self.log_path = Path(log_path).expanduser()
+        self.stop_timeout_s = stop_timeout_s
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+    def start(self) -> None:
+        """Start the program (stopping a previous run of it first)."""
+        self.stop()
+        self.starts += 1
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            log: IO[bytes] = self.log_path.open("ab")
+        except OSError as e:
+            raise EnvironmentError_(
+                f"cannot write the program log {self.log_path}: {e.strerror}"
+            ) from None
+        with log:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+            log.write(
+                f"--- kgagent: start {self.starts} of {self.command} on {self.display} at {stamp}\n".encode()
+            )
+            log.flush()
+            env = dict(os.environ, DISPLAY=self.display)
+            self.proc = _spawn(self.argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code once it has exited (negative: killed by that signal)."""
+        return None if self.proc is None else self.proc.poll()
+
+    def owns(self, pid: int) -> bool:
+        """Whether ``pid`` is the program or a process in its group."""
+        if self.proc is None:
+            return False
+        if pid == self.proc.pid:
+            return True
+        try:
+            return os.getpgid(pid) == self.proc.pid
+        except (ProcessLookupError, PermissionError):
+            return False
+
+    def wait_exit(self, timeout_s: float) -> int | None:
+        """Wait up to ``timeout_s`` for it to exit; its exit code, or None if still running."""
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self) -> int | None:
+        """Stop it (and its group); its exit code. A no-op when it is not running."""
+        if self.proc is None:
+            return None
+        return stop_group(self.proc, self.stop_timeout_s)
+
+    def tail(self, lines: int = 1) -> str:
+        """The last lines of its log, for error messages."""
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return ""
+        return " | ".join(t.strip() for t in text[-lines:] if not t.startswith("--- kgagent:"))

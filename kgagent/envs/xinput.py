@@ -1,0 +1,88 @@
+"""pyautogui, pointed at one X display: the one place that touches its process globals.
+
+Why a module of its own: pyautogui keeps its settings and its X connection in module
+globals. ``FAILSAFE`` (on: a mouse in a screen corner stops the agent) and ``PAUSE``
+(the wait after each call) cannot be set per caller, and its X11 backend opens its
+connection from ``$DISPLAY`` at import. Everything that touches them is here:
+
+* :func:`import_pyautogui` imports it with ``DISPLAY`` naming the target display for
+  the import only (and restores the process's value at once), so that kgagent works
+  with no ``DISPLAY`` at all, or with one that names a display that is not running;
+* :meth:`PyAutoGUIInput.use` sets ``FAILSAFE = True`` and ``PAUSE``, and points the
+  backend's X connection (``_pyautogui_x11._display``) at this input's own connection
+  to its display before every action, which is how two environments on two displays
+  share one pyautogui. The fail-safe corners become this display's corners.
+
+The key map pyautogui built at import is kept: Xvfb and Xorg start with the same
+core keyboard map.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import ModuleType
+from typing import Any
+
+from kgagent.errors import EnvironmentError_
+
+_IMPORT_LOCK = threading.Lock()
+
+
+def import_pyautogui(display: str) -> ModuleType:
+    """pyautogui, imported (once) while ``DISPLAY`` names ``display``."""
+    with _IMPORT_LOCK:
+        import sys
+
+        if "pyautogui" in sys.modules:
+            return sys.modules["pyautogui"]
+        old = os.environ.get("DISPLAY")
+        os.environ["DISPLAY"] = display
+        try:
+            import pyautogui
+        except Exception as e:  # noqa: BLE001 - Xlib errors of every kind
+            raise EnvironmentError_(
+                f"cannot load pyautogui on display {display!r} ({type(e).__name__}: {e})"
+            ) from None
+        finally:
+            if old is None:
+                os.environ.pop("DISPLAY", None)
+            else:
+                os.environ["DISPLAY"] = old
+        return pyautogui
+
+
+class PyAutoGUIInput:
+    """Mouse and keyboard input into one X display through pyautogui."""
+
+    def __init__(self, display: str, pause_s: float) -> None:
+        from Xlib.display import Display
+
+        self.display = display
+        self.pause_s = pause_s
+        self.pg = import_pyautogui(display)
+        self._conn: Any = Display(display)
+        s = self._conn.screen()
+        w, h = int(s.width_in_pixels), int(s.height_in_pixels)
+        self.corners = [(0, 0), (0, h - 1), (w - 1, 0), (w - 1, h - 1)]
+        self._x11: Any = getattr(self.pg, "_pyautogui_x11", None)
+        self._previous = getattr(self._x11, "_display", None)
+
+    def use(self) -> ModuleType:
+        """pyautogui, with its globals set for this display (call before every action)."""
+        pg = self.pg
+        pg.FAILSAFE = True
+        pg.PAUSE = self.pause_s
+        pg.FAILSAFE_POINTS[:] = self.corners
+        if self._x11 is not None:
+            self._x11._display = self._conn
+        return pg
+
+    def close(self) -> None:
+        """Close this input's X connection; pyautogui gets back the one it had."""
+        if self._x11 is not None and self._x11._display is self._conn:
+            self._x11._display = self._previous
+        try:
+            self._conn.close()
+        except Exception:  # noqa: BLE001 - the server may be gone already
+            pass

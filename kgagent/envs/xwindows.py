@@ -1,0 +1,244 @@
+"""Top-level X11 windows: find them by title, class or PID, and read where they are.
+
+Why Xlib and not ``xdotool search --onlyvisible``: on a display without a window
+manager (a bare Xvfb) xdotool misses windows that X itself reports as mapped and
+viewable, SDL/pygame windows among them. Here a window is visible when X says so:
+its map state is ``IsViewable`` (it and every ancestor are mapped) and it has a size.
+
+With a window manager the root's children are the manager's frames and the program's
+own window (the *client*, the one with ``WM_STATE``, a title or a class) lies below
+its frame; without one, the root's children are the clients. Boxes are always the
+client's, so a frame's decorations, its close button included, lie outside the
+target and every action there is refused.
+
+One :class:`XWindows` holds one X connection, passed the display name explicitly:
+nothing here reads or changes the process's ``DISPLAY``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kgagent.errors import EnvironmentError_
+
+Box = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A visible top-level window (its client, below any window-manager frame)."""
+
+    wid: int
+    title: str
+    wm_class: tuple[str, str]  # (instance, class), ("", "") when unset
+    pid: int | None
+    box: Box  # x, y, w, h on the screen
+
+    def describe(self) -> str:
+        x, y, w, h = self.box
+        cls = self.wm_class[1] or self.wm_class[0] or "?"
+        pid = f" pid {self.pid}" if self.pid else ""
+        return f"{self.title!r} ({cls}{pid}) {w}x{h}+{x}+{y}"
+
+
+def parse_query(query: str) -> tuple[str, str]:
+    """``"pid:1234"``, ``"class:XTerm"``, ``"title:Calculator"`` or a plain text.
+
+    A plain text matches a title (exactly, then as a case-insensitive part), then a
+    class or instance name (case-insensitively)."""
+    kind, sep, value = query.partition(":")
+    if sep and kind in ("pid", "class", "title") and value:
+        if kind == "pid" and not value.strip().isdigit():
+            raise EnvironmentError_(f"window query {query!r}: pid: needs a number, e.g. pid:1234")
+        return kind, value.strip()
+    return "any", query
+
+
+def match(query: str, windows: list[Window]) -> Window | None:
+    """The first of ``windows`` (topmost first) that ``query`` names (see :func:`parse_query`)."""
+    kind, value = parse_query(query)
+    if kind == "pid":
+        return next((w for w in windows if w.pid == int(value)), None)
+    v = value.lower()
+    if kind == "class":
+        return next((w for w in windows if v in (c.lower() for c in w.wm_class)), None)
+    tests: list[Callable[[Window], bool]] = [
+        lambda w: w.title == value,
+        lambda w: v in w.title.lower(),
+    ]
+    if kind == "any":
+        tests.append(lambda w: v in (c.lower() for c in w.wm_class))
+    for test in tests:
+        hit = next((w for w in windows if test(w)), None)
+        if hit is not None:
+            return hit
+    return None
+
+
+class XWindows:
+    """One connection to an X display, and the window queries made on it."""
+
+    def __init__(self, display: str) -> None:
+        try:
+            from Xlib import display as xdisplay  # python-xlib
+
+            self.conn: Any = xdisplay.Display(display)
+        except Exception as e:  # noqa: BLE001 - any failure means "cannot connect"
+            raise EnvironmentError_(
+                f"cannot connect to X display {display!r} ({type(e).__name__}); is the X server running?"
+            ) from None
+        self.display = display
+        self.root = self.conn.screen().root
+        atom = self.conn.intern_atom
+        self._net_wm_name = atom("_NET_WM_NAME")
+        self._utf8 = atom("UTF8_STRING")
+        self._net_wm_pid = atom("_NET_WM_PID")
+        self._wm_state = atom("WM_STATE")
+        self._xres = self.conn.has_extension("X-Resource")
+
+    @property
+    def screen_size(self) -> tuple[int, int]:
+        s = self.conn.screen()
+        return int(s.width_in_pixels), int(s.height_in_pixels)
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except Exception:  # noqa: BLE001 - the server may be gone already
+            pass
+
+    # ------------------------------------------------------------ listing
+    def windows(self) -> list[Window]:
+        """Visible top-level windows, bottom to top in stacking order."""
+        from Xlib import X
+
+        out: list[Window] = []
+        for top in self._children(self.root):
+            try:
+                if top.get_attributes().map_state != X.IsViewable:
+                    continue
+                client = self._client(top)
+                if client is None:
+                    continue
+                win = self._describe(client)
+            except Exception:  # noqa: BLE001 - the window went away meanwhile
+                continue
+            if win is not None:
+                out.append(win)
+        return out
+
+    def find(self, query: str) -> Window | None:
+        """The topmost visible window that ``query`` names (see :func:`match`)."""
+        return match(query, list(reversed(self.windows())))
+
+    def not_found(self, query: str, limit: int = 8) -> EnvironmentError_:
+        """The one-line error for a query that matches nothing: it lists what exists."""
+        wins = list(reversed(self.windows()))
+        shown = "; ".join(w.describe() for w in wins[:limit]) if wins else "none"
+        more = f" (+{len(wins) - limit} more)" if len(wins) > limit else ""
+        return EnvironmentError_(
+            f"no visible window matches {query!r} (by title, class or pid:N) on "
+            f"{self.display}; visible windows: {shown}{more}"
+        )
+
+    # ------------------------------------------------------------ one window
+    def box(self, wid: int) -> Box | None:
+        """The window's box on the screen, or None when it is gone, unmapped or hidden."""
+        from Xlib import X
+
+        try:
+            w = self.conn.create_resource_object("window", wid)
+            if w.get_attributes().map_state != X.IsViewable:
+                return None
+            geo = w.get_geometry()
+            pos = self.root.translate_coords(w, 0, 0)
+        except Exception:  # noqa: BLE001 - BadWindow: it was destroyed
+            return None
+        return int(pos.x), int(pos.y), int(geo.width), int(geo.height)
+
+    def focus(self, wid: int) -> None:
+        """Give the window the keyboard focus (needed without a window manager, where the
+        focus otherwise follows the pointer)."""
+        from Xlib import X, error
+
+        catch = error.CatchError(error.BadWindow, error.BadMatch)
+        w = self.conn.create_resource_object("window", wid)
+        w.set_input_focus(X.RevertToParent, X.CurrentTime, onerror=catch)
+        self.conn.sync()
+
+    # ------------------------------------------------------------ helpers
+    @staticmethod
+    def _children(win: Any) -> list[Any]:
+        try:
+            return list(win.query_tree().children)
+        except Exception:  # noqa: BLE001
+            return []
+
+    def _client(self, top: Any) -> Any | None:
+        """The program's window at or below a top-level window (a WM frame's client)."""
+        if self._is_client(top):
+            return top
+        level = self._children(top)
+        for _depth in range(3):
+            for c in level:
+                if self._is_client(c):
+                    return c
+            level = [g for c in level for g in self._children(c)]
+        return None
+
+    def _is_client(self, w: Any) -> bool:
+        from Xlib import X
+
+        if w.get_full_property(self._wm_state, X.AnyPropertyType) is not None:
+            return True
+        return bool(w.get_wm_class()) or bool(self._title(w))
+
+    def _title(self, w: Any) -> str:
+        prop = w.get_full_property(self._net_wm_name, self._utf8)
+        if prop is not None and prop.value:
+            v = prop.value
+            return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+        name = w.get_wm_name()
+        if isinstance(name, bytes):
+            return name.decode("latin-1")
+        return name or ""
+
+    def _pid(self, w: Any) -> int | None:
+        from Xlib import X
+
+        prop = w.get_full_property(self._net_wm_pid, X.AnyPropertyType)
+        if prop is not None and len(prop.value):
+            return int(prop.value[0])
+        if self._xres:  # the X-Resource extension knows the client's PID (Tk sets no property)
+            from Xlib.ext import res
+
+            try:
+                reply = self.conn.res_query_client_ids(
+                    [{"client": w.id, "mask": res.LocalClientPIDMask}]
+                )
+                for cid in reply.ids:
+                    if len(cid.value):
+                        return int(cid.value[0])
+            except Exception:  # noqa: BLE001 - a remote client has no local PID
+                return None
+        return None
+
+    def _describe(self, client: Any) -> Window | None:
+        from Xlib import X
+
+        if client.get_attributes().map_state != X.IsViewable:
+            return None
+        geo = client.get_geometry()
+        if geo.width < 2 or geo.height < 2:
+            return None
+        pos = self.root.translate_coords(client, 0, 0)
+        cls = client.get_wm_class() or ("", "")
+        return Window(
+            wid=int(client.id),
+            title=self._title(client),
+            wm_class=(str(cls[0]), str(cls[1])),
+            pid=self._pid(client),
+            box=(int(pos.x), int(pos.y), int(geo.width), int(geo.height)),
+        )

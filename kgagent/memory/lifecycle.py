@@ -1,0 +1,404 @@
+"""Opening and closing a memory: the manifest, the engine, migrations, the encoder.
+
+Every refusal happens before anything on disk is written: the manifest (engine,
+schema version, encoder, thresholds) is checked before the writer's lock is taken
+and the database opened, and a failed open closes the database without rewriting
+the manifest. A read-write open holds the writer's lock (:mod:`~kgagent.memory.lock`)
+until ``close``; it first finishes an import that a killed process left half
+swapped (:mod:`~kgagent.memory.staging`). A new memory is created whole, in a
+staging directory renamed into place. See docs/memory.md (schema migrations, engines).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, TypeVar
+
+import kgagent
+from kgagent.config import Config
+from kgagent.errors import EncoderMismatchError, MemoryStoreError, SchemaVersionError
+from kgagent.memory import migrations, staging
+from kgagent.memory.core import EncoderSpec, MemoryCore
+from kgagent.memory.diskspace import commit_timeout, reserve_bytes
+from kgagent.memory.engine import GraphDB, engine_name
+from kgagent.memory.files import MANIFEST, BlobStore, read_manifest, write_manifest
+from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory
+from kgagent.memory.vectors import VectorStore
+
+GRAPH = "graph.db"
+VECTORS = "vectors"
+BLOBS = "blobs"
+#: (θ_merge, θ_simi) shown for a memory that has no encoder yet, so no states to
+#: compare: a placeholder for ``info``, not a knob (``memory.theta_*`` and the
+#: encoder's own defaults decide once there is an encoder).
+NO_ENCODER_THRESHOLDS = (0.95, 0.88)
+
+_M = TypeVar("_M", bound="Lifecycle")
+
+
+def _create_by_rename(path: Path, manifest: dict[str, Any]) -> HeldLock | None:
+    """Build the memory in a staging directory and rename it to ``path``; None when
+    another process created ``path`` first."""
+    try:
+        work, owner = staging.make(path, "create")
+    except OSError as e:
+        raise MemoryStoreError(
+            f"cannot create a memory at {path}: {e.strerror or e}; choose a writable directory"
+        ) from None
+    try:
+        held = lock_memory(work)
+        write_manifest(work, manifest)
+        try:
+            os.rename(work, path)  # onto nothing (or an empty directory made meanwhile)
+        except OSError as e:
+            held.release()
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.EBUSY):
+                return None
+            raise MemoryStoreError(f"cannot create a memory at {path}: {e.strerror or e}") from None
+        (path / staging.OWNER).unlink(missing_ok=True)
+        return held
+    finally:
+        owner.release()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _probe_writable(path: Path) -> None:
+    """Refuse a read-write open of a memory whose directories cannot take new files
+    (a read-only mount, ``chattr +i``), before a step half-writes into it."""
+    for d in (path, path / VECTORS, path / BLOBS):
+        if not d.is_dir():
+            continue
+        try:
+            fd, probe = tempfile.mkstemp(dir=d, prefix=".probe-", suffix=".tmp")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            raise MemoryStoreError(
+                f"the memory at {path} cannot be written ({d}: {e.strerror or e}); "
+                "make it writable, or open it read-only"
+            ) from None
+
+
+def _remove_stale_temp_files(path: Path) -> None:
+    """Half-written manifest and blob files of a killed writer (we hold the writer's lock)."""
+    for pattern in (f".{MANIFEST}.*.tmp", f"{BLOBS}/??/.*.tmp", ".probe-*.tmp"):
+        for p in path.glob(pattern):
+            p.unlink(missing_ok=True)
+
+
+class Lifecycle(MemoryCore):
+    """``Memory.open`` / ``close``: everything between a path and a usable memory."""
+
+    def __init__(self) -> None:  # use Memory.open
+        raise TypeError("use Memory.open(path, config, encoder=...)")
+
+    @classmethod
+    def open(
+        cls: type[_M],
+        path: str | Path,
+        config: Config | None = None,
+        *,
+        encoder: EncoderSpec | None = None,
+        read_only: bool = False,
+        create: bool = True,
+    ) -> _M:
+        """Open (or create) the memory at ``path``; a :class:`kgagent.memory.Memory`."""
+        self = object.__new__(cls)
+        self._init(Path(path).expanduser(), config or Config(), encoder, read_only, create)
+        return self
+
+    def _init(
+        self, path: Path, config: Config, encoder: EncoderSpec | None, read_only: bool, create: bool
+    ) -> None:
+        self.path = path
+        self.config = config
+        self.read_only = read_only
+        self._db = None
+        self._lock = None
+        if path.exists() and not path.is_dir():
+            raise MemoryStoreError(
+                f"{path} is a file, not a memory directory; give a directory with --memory"
+            )
+        if read_only:
+            if staging.interrupted_swap(path) is not None:
+                raise MemoryStoreError(
+                    f"an import into {path} was interrupted; finish it with "
+                    f"`kgagent memory check --repair --memory {path}` (or any command that writes)"
+                )
+        else:
+            staging.recover(path)
+        manifest = read_manifest(path) if path.is_dir() else None
+        if manifest is None:
+            if read_only or not create:
+                raise MemoryStoreError(
+                    f"no kgagent memory at {path}; run `kgagent play --memory {path}` to create one"
+                )
+            self._lock = self._create(path, config)
+            manifest = read_manifest(path)
+            if manifest is None:
+                self._release_lock()
+                raise MemoryStoreError(f"{path} lost its manifest while it was being created")
+        try:
+            self._open_checked(manifest, encoder)
+        except BaseException:
+            # A failed open must leave the memory as it was: close the database
+            # without close()'s manifest update, and let the next writer in.
+            db, self._db = self._db, None
+            if db is not None:
+                db.close()
+            self._release_lock()
+            raise
+
+    def _create(self, path: Path, config: Config) -> HeldLock:
+        """A new, empty memory at ``path``, whole, with the writer's lock held by us.
+
+        A path that does not exist gets a memory built in a staging directory and
+        renamed into place; an existing empty directory (perhaps a mount point) gets
+        its manifest in place, under the lock. Either way, of two processes racing
+        to create one memory, the loser finds it locked by the winner ("in use"),
+        never a half-made directory.
+        """
+        if staging.swap_in_progress(path):
+            raise MemoryStoreError(f"an import into {path} is replacing it; try again when it ends")
+        now = time.time()
+        manifest = {
+            "schema_version": 0,
+            "memory_id": uuid.uuid4().hex,
+            "kgagent_version": kgagent.__version__,
+            "engine": engine_name(config.memory.engine),
+            "encoder": None,
+            "created": now,
+            "updated": now,
+        }
+        if not path.exists():
+            held = _create_by_rename(path, manifest)
+            if held is not None:
+                return held
+        if not path.is_dir():
+            raise MemoryStoreError(f"{path} is a file, not a memory directory")
+
+        def foreign() -> bool:  # holds files that are not a creator's (lock, manifest on its way)
+            ours = re.compile(rf"{re.escape(LOCK_FILE)}|\.{re.escape(MANIFEST)}\..*\.tmp")
+            return read_manifest(path) is None and any(
+                not ours.fullmatch(p.name) for p in path.iterdir()
+            )
+
+        if foreign():
+            raise MemoryStoreError(
+                f"{path} exists and is not a kgagent memory; choose an empty directory"
+            )
+        held = lock_memory(path)  # another creator holds it: "in use"
+        try:
+            if foreign():
+                raise MemoryStoreError(
+                    f"{path} exists and is not a kgagent memory; choose an empty directory"
+                )
+            if read_manifest(path) is None:
+                write_manifest(path, manifest)
+        except BaseException:
+            held.release()
+            raise
+        return held
+
+    def _open_checked(self, manifest: dict[str, Any], encoder: EncoderSpec | None) -> None:
+        """Every check that needs only the manifest, then the lock, then the database."""
+        path, config, read_only = self.path, self.config, self.read_only
+        self._check_manifest(manifest, encoder)
+        if not read_only and self._lock is None:
+            self._lock = lock_memory(path)
+            # Another writer may have changed the manifest before we held the lock.
+            manifest = read_manifest(path) or manifest
+            self._check_manifest(manifest, encoder)
+            _remove_stale_temp_files(path)
+            _probe_writable(path)
+        latest = migrations.latest_version()
+        recorded = int(manifest.get("schema_version", 0))
+        if recorded and recorded < latest and not read_only and config.memory.backup_on_migrate:
+            self._backup(f"schema-v{recorded}")
+        self._db = GraphDB(
+            path / GRAPH,
+            self.engine,
+            read_only=read_only,
+            threads=config.memory.query_threads,
+            reserve=reserve_bytes(config),
+            commit_timeout=commit_timeout(config),
+        )
+        self._finish_open(encoder, latest)
+
+    def _check_manifest(self, manifest: dict[str, Any], encoder: EncoderSpec | None) -> None:
+        """Engine, schema version, encoder and thresholds: refused before anything is written."""
+        self.manifest = manifest
+        self.engine = manifest.get("engine", "kuzu")
+        wanted = engine_name(self.config.memory.engine)
+        if wanted != self.engine:
+            raise MemoryStoreError(
+                f"this memory was written by the {self.engine} engine, not {wanted}; "
+                f"set memory.engine={self.engine} (or KGAGENT_ENGINE={self.engine}), or move it with "
+                "`kgagent memory export` / `kgagent memory import`"
+            )
+        latest = migrations.latest_version()
+        recorded = int(manifest.get("schema_version", 0))
+        if recorded > latest:
+            raise SchemaVersionError(
+                f"this memory has schema version {recorded}, newer than this kgagent knows ({latest}); "
+                "upgrade kgagent to open it"
+            )
+        self._encoder_refusal(encoder)
+        self.encoder = manifest.get("encoder") or (
+            None
+            if encoder is None
+            else {
+                "identity": encoder.identity,
+                "dim": encoder.dim,
+                "thresholds": list(encoder.thresholds),
+            }
+        )
+        self._set_thresholds()
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def _finish_open(self, encoder: EncoderSpec | None, latest: int) -> None:
+        todo = migrations.pending(self._db)
+        if todo:
+            if self.read_only:
+                raise SchemaVersionError(
+                    f"this memory needs schema migration to version {latest}; open it once "
+                    "read-write (e.g. `kgagent memory info --migrate`) first"
+                )
+            migrations.apply(self._db, todo)
+        if not self.read_only and (
+            self.manifest.get("schema_version") != latest or "memory_id" not in self.manifest
+        ):
+            self.manifest["schema_version"] = latest
+            # The memory's identity: merged nodes record it as their origin (docs/memory.md).
+            self.manifest.setdefault("memory_id", uuid.uuid4().hex)
+            write_manifest(self.path, self.manifest)
+        self.encoder = self._check_encoder(encoder)
+        self._set_thresholds()
+
+        self.blobs = BlobStore(self.path / BLOBS, space=self._db.space)
+        self._consistency = {}
+        self._vectors_loaded = False
+        self.vectors = None
+        if self.encoder is not None:
+            self.vectors = VectorStore(
+                self.path / VECTORS,
+                int(self.encoder["dim"]),
+                read_only=self.read_only,
+                flush_rows=self.config.memory.vector_flush_rows,
+                compact_every=self.config.memory.compact_every,
+            )
+            if not self.read_only:  # repair crash leftovers now; readers load on first use
+                self._load_vectors()
+        # The parts' caches (skills.py, objects.py), then the id sequences from the counts.
+        try:
+            self._load_skill_cache()
+            self._load_object_cache()
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as e:
+            raise MemoryStoreError(
+                f"the memory at {self.path} holds a row this kgagent cannot read "
+                f"({type(e).__name__}: {' '.join(str(e).split())[:200]}); was it edited with "
+                "`kgagent query --write`? Restore it from backups/ or an export"
+            ) from None
+        counts = self.stats() if not self.read_only else None
+        self._seq = (
+            {
+                "s": counts.nodes,
+                "k": counts.skills_augmented,
+                "o": counts.objects,
+                "c": counts.clusters,
+            }
+            if counts
+            else {}
+        )
+        self._db.watching = True  # from here on, every engine call of a writer is watched
+
+    def _encoder_refusal(self, encoder: EncoderSpec | None) -> None:
+        """Refuse features of another encoder (or any, read-only, before one is recorded)."""
+        recorded = self.manifest.get("encoder")
+        if encoder is None:
+            return
+        if recorded is None:
+            if self.read_only:
+                raise MemoryStoreError(
+                    "this memory has no encoder yet; it cannot take features read-only"
+                )
+        elif recorded["identity"] != encoder.identity or int(recorded["dim"]) != encoder.dim:
+            raise EncoderMismatchError(
+                f"this memory was built with encoder {recorded['identity']} ({recorded['dim']}-d); "
+                f"features from {encoder.identity} ({encoder.dim}-d) cannot join it. Use the same "
+                "perception.encoder / clip_weights, or start a new memory with --memory"
+            )
+
+    def _check_encoder(self, encoder: EncoderSpec | None) -> dict[str, Any] | None:
+        """The manifest's encoder; the first one offered is recorded, another is refused."""
+        self._encoder_refusal(encoder)
+        recorded = self.manifest.get("encoder")
+        if encoder is None:
+            return recorded
+        if recorded is None:
+            recorded = {
+                "identity": encoder.identity,
+                "dim": encoder.dim,
+                "thresholds": list(encoder.thresholds),
+            }
+            self.manifest["encoder"] = recorded
+            write_manifest(self.path, self.manifest)
+        return recorded
+
+    def _set_thresholds(self) -> None:
+        """θ_merge and θ_simi: the config's, else the encoder's defaults."""
+        recorded = self.encoder
+        default = tuple(recorded["thresholds"]) if recorded else NO_ENCODER_THRESHOLDS
+        m = self.config.memory
+        self.theta_merge = m.theta_merge if m.theta_merge is not None else float(default[0])
+        self.theta_simi = m.theta_simi if m.theta_simi is not None else float(default[1])
+        if not self.theta_simi < self.theta_merge:
+            raise MemoryStoreError(
+                f"θ_simi ({self.theta_simi}) must be below θ_merge ({self.theta_merge})"
+            )
+
+    def _backup(self, label: str) -> Path:
+        dest = self.path / "backups" / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
+        dest.mkdir(parents=True, exist_ok=True)
+        for name in (GRAPH, GRAPH + ".wal", "manifest.json"):
+            src = self.path / name
+            if src.is_dir():
+                shutil.copytree(src, dest / name)
+            elif src.exists():
+                shutil.copy2(src, dest / name)
+        return dest
+
+    def close(self) -> None:
+        """Flush the vectors and stamp the manifest (read-write), then close the database."""
+        if self._db is None:
+            return
+        try:
+            if not self.read_only:
+                if self.vectors is not None:
+                    self.vectors.close()
+                self.manifest["updated"] = time.time()
+                self.manifest["kgagent_version"] = kgagent.__version__
+                write_manifest(self.path, self.manifest)
+        finally:
+            try:
+                self._db.close()
+            finally:
+                self._db = None
+                self._release_lock()
+
+    def __enter__(self: _M) -> _M:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,208 @@
+"""Putting a merged memory in place of the destination, all or nothing.
+
+The merge builds the new memory in a work directory beside the destination
+(``.<name>.merge-<random>/memory``) and only then puts it in place:
+
+* with one ``renameat2(RENAME_EXCHANGE)`` where the system has it (Linux): the new
+  and the old directory trade places in one step, so at every moment the
+  destination is either the old memory or the new one;
+* elsewhere with two renames (old aside to ``.../previous``, new into place, old
+  restored if the second fails). A process killed between the two leaves the old
+  memory in ``previous``; the next merge into that destination puts it back
+  (:func:`recover`) before anything else.
+
+Two guards hold while a merge runs: an exclusive ``flock`` on
+``.<name>.merge.lock`` beside the destination (one merge per destination), and a
+shared POSIX lock on the destination's ``graph.db``. The second is the lock both
+graph engines take on their database file, so while the merge holds it no agent
+can open the destination to write (read-only readers still can), and a merge is
+refused while one is writing. POSIX locks belong to the process and are released
+when *any* descriptor of the file closes, so the merge never opens the
+destination's database with the engine, and copies ``graph.db`` through the
+descriptor that holds the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from kgagent.errors import MemoryStoreError
+from kgagent.memory.lifecycle import BLOBS, GRAPH
+
+try:  # POSIX; elsewhere the merge runs without the two guards
+    import fcntl
+except ImportError:  # pragma: no cover - not on Linux
+    fcntl = None  # type: ignore[assignment]
+
+#: Directories whose files are never rewritten in place (content-addressed blobs,
+#: backups): the work copy hard-links them instead of copying.
+LINKED = (BLOBS, "backups")
+#: Bytes copied per call when copying the destination's database through its lock.
+COPY_CHUNK = 1 << 20
+#: The old memory, moved aside by the two-rename fallback until the new one is in place.
+PREVIOUS = "previous"
+#: The new memory being built (after an exchange: the old one, about to be deleted).
+BUILT = "memory"
+
+
+class MergeError(MemoryStoreError):
+    """Memories that cannot be merged, or a destination that cannot be replaced now."""
+
+
+def work_prefix(dest: Path) -> str:
+    return f".{dest.name}.merge-"
+
+
+def lock_path(dest: Path) -> Path:
+    return dest.parent / f".{dest.name}.merge.lock"
+
+
+@contextlib.contextmanager
+def merge_lock(dest: Path) -> Iterator[None]:
+    """One merge per destination at a time (``flock`` on a file beside it)."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    fd = os.open(lock_path(dest), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise MergeError(
+                f"another merge into {dest} is running; wait for it to finish"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+class DestinationGuard:
+    """A shared lock on the destination's ``graph.db``: no writer can open it meanwhile."""
+
+    def __init__(self, dest: Path) -> None:
+        self.dest = dest
+        self._fd: int | None = None
+
+    def __enter__(self) -> DestinationGuard:
+        graph = self.dest / GRAPH
+        if fcntl is None or not graph.is_file():
+            return self
+        fd = os.open(graph, os.O_RDONLY)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise MergeError(
+                f"the memory at {self.dest} is in use by a process writing it (an agent?); "
+                "stop it, then merge again"
+            ) from None
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def copy_graph(self, to: Path) -> None:
+        """Copy ``graph.db`` through the locked descriptor (closing another would drop the lock)."""
+        if self._fd is None:
+            shutil.copy2(self.dest / GRAPH, to)
+            return
+        with open(to, "wb") as out:
+            offset = 0
+            while True:
+                chunk = os.pread(self._fd, COPY_CHUNK, offset)
+                if not chunk:
+                    break
+                out.write(chunk)
+                offset += len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def copy_memory(src: Path, dst: Path, guard: DestinationGuard) -> None:
+    """A working copy of the memory at ``src``: database and vectors copied, blobs linked."""
+    dst.mkdir()
+    for entry in sorted(src.iterdir()):
+        target = dst / entry.name
+        if entry.name == GRAPH and entry.is_file():
+            guard.copy_graph(target)
+        elif entry.is_dir() and not entry.is_symlink():
+            fn = _link_or_copy if entry.name in LINKED else shutil.copy2
+            shutil.copytree(entry, target, copy_function=fn, symlinks=True)
+        else:
+            shutil.copy2(entry, target, follow_symlinks=False)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux ``renameat2``); False where that is not available."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def place(built: Path, dest: Path, replacing: bool, work: Path) -> None:
+    """Put ``built`` where ``dest`` is; the old memory is never lost on the way."""
+    if not replacing:
+        if dest.exists():
+            dest.rmdir()  # empty (checked before)
+        os.replace(built, dest)
+        return
+    if _exchange(built, dest):
+        return  # the old memory is now at ``built``, deleted with the work directory
+    old = work / PREVIOUS
+    os.replace(dest, old)
+    try:
+        os.replace(built, dest)
+    except BaseException:
+        os.replace(old, dest)
+        raise
+
+
+def recover(dest: Path, say: Callable[[str], None]) -> None:
+    """Clean up after merges into ``dest`` that were killed; put back a memory moved aside.
+
+    Called with the merge lock held, so no work directory belongs to a running merge.
+    A work directory holding ``previous`` (the old memory) was killed between the two
+    renames of the fallback: when ``dest`` is missing, ``previous`` goes back; when
+    something else is at ``dest`` by now, both are kept and the merge is refused.
+    """
+    for work in sorted(dest.parent.glob(work_prefix(dest) + "*")):
+        if not work.is_dir():
+            continue
+        previous = work / PREVIOUS
+        if previous.is_dir():
+            if (work / BUILT).exists() and not dest.exists():
+                os.replace(previous, dest)
+                say(f"an interrupted merge had moved {dest} aside; it is back in place")
+            elif dest.exists() and (work / BUILT).exists():
+                raise MergeError(
+                    f"an interrupted merge left the previous memory of {dest} in {previous}, "
+                    f"and {dest} has been recreated since; move the one you want to {dest} "
+                    f"and delete {work}"
+                )
+        shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,151 @@
+"""UI objects: memory-wide, deduplicated by look, told apart by text; linked to states and skills.
+
+Two crops are the same object when they look the same (perceptual hashes within
+``memory.object_hash_distance`` bits, sizes within ``memory.object_size_tolerance``) and
+their labels do not name two different controls. Labels are compared by their letters
+(:func:`~kgagent.records.control_key`): digits are values a control shows ("Open (3)"),
+not its name; a label with fewer than two letters names nothing and decides nothing.
+
+Why text separates but does not join: two buttons of one style with short words look
+alike to a 64-bit hash, and their text is what tells them apart. Two crops that look
+different but show the same text are often one control in two states (highlighted and
+plain, playable and greyed); the look is what tells those states apart, and the skills
+learned on one do not work on the other. Joining them by text cost the card game its
+progression (docs/perception.md, "Reading"), so they stay two objects, with the same
+name, and execution finds either by its text when its look is gone
+(:meth:`kgagent.agent.observation.Observer.ground_text`).
+
+The hashes, sizes and label keys of every object are kept in process as arrays, so
+finding "the same object" is one vectorised test, not a query.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from kgagent.errors import MemoryStoreError
+from kgagent.memory.core import MemoryCore
+from kgagent.records import UIObject, control_key, names_control
+
+#: pHashes are 64-bit; the graph stores them as 16 hex digits.
+PHASH_MASK = 0xFFFFFFFFFFFFFFFF
+#: A distance larger than any 64-bit Hamming distance: marks rows that do not match.
+_NO_MATCH = 1 << 30
+
+
+class Objects(MemoryCore):
+    """Object nodes and their HAS_OBJECT (state) and USES (skill) links."""
+
+    _hashes: np.ndarray  # uint64 pHash per cached object
+    _sizes: np.ndarray  # (w, h) per cached object
+    _keys: list[str]  # label key per object ("" when it names no control)
+    _object_ids: list[str]  # ids in the order of the arrays
+
+    def _load_object_cache(self) -> None:
+        self._objects = {}
+        self._hashes = np.zeros(0, dtype=np.uint64)
+        self._sizes = np.zeros((0, 2), dtype=np.float64)
+        self._keys = []
+        self._object_ids = []
+        for r in self._q("objects_all"):
+            self._cache_object(self._object_from_row(r))
+
+    @staticmethod
+    def _object_from_row(r: dict[str, Any]) -> UIObject:
+        return UIObject(
+            r["id"],
+            r["name"],
+            (int(r["x"]), int(r["y"]), int(r["w"]), int(r["h"])),
+            int(r["phash"], 16),
+            r["crop"],
+            label=r.get("label") or "",
+        )
+
+    def _cache_object(self, obj: UIObject) -> None:
+        self._objects[obj.id] = obj
+        self._object_ids.append(obj.id)
+        _, _, w, h = obj.bbox
+        self._hashes = np.append(self._hashes, np.uint64(obj.phash))
+        self._sizes = np.vstack([self._sizes, [w, h]])
+        self._keys.append(control_key(obj.label) if names_control(obj.label) else "")
+
+    def find_object(self, phash: int, size: tuple[int, int], label: str = "") -> UIObject | None:
+        """The stored object with this perceptual hash (within tolerance) and size, whose
+        label does not name another control than ``label`` ("" contradicts nothing)."""
+        if not self._object_ids:
+            return None
+        m = self.config.memory
+        dist = np.bitwise_count(np.bitwise_xor(self._hashes, np.uint64(phash))).astype(int)
+        w, h = max(size[0], 1), max(size[1], 1)
+        rel = np.abs(self._sizes - [w, h]) / np.maximum(self._sizes, [w, h])
+        ok = (dist <= m.object_hash_distance) & (rel.max(axis=1) <= m.object_size_tolerance)
+        key = control_key(label) if names_control(label) else ""
+        if key and ok.any():
+            ok &= np.fromiter((k in ("", key) for k in self._keys), bool, len(self._keys))
+        if not ok.any():
+            return None
+        idx = int(np.argmin(np.where(ok, dist, _NO_MATCH)))
+        return self._objects[self._object_ids[idx]]
+
+    def upsert_object(
+        self,
+        crop: np.ndarray,
+        bbox: tuple[int, int, int, int],
+        phash: int,
+        name: str | None = None,
+        label: str = "",
+    ) -> UIObject:
+        """The memory-wide object for this crop: an existing one (same look, no other text)
+        or a new one. ``label``: the text read from ``crop`` ("" when none)."""
+        bbox = tuple(int(v) for v in bbox)
+        label = " ".join(str(label or "").split())
+        hit = self.find_object(int(phash), (bbox[2], bbox[3]), label)
+        if hit is not None:
+            return UIObject(
+                hit.id, hit.name, hit.bbox, hit.phash, hit.crop_blob, created=False, label=hit.label
+            )
+        oid = self._next_id("o")
+        blob = self.blobs.put_image(crop)
+        name = name or (f'"{label}"' if label else f"object_{len(self._object_ids) + 1}")
+        self._q(
+            "object_create",
+            object=oid,
+            name=name,
+            crop=blob,
+            x=bbox[0],
+            y=bbox[1],
+            w=bbox[2],
+            h=bbox[3],
+            phash=f"{int(phash) & PHASH_MASK:016x}",
+            now=time.time(),
+            label=label,
+        )
+        obj = UIObject(oid, name, bbox, int(phash) & PHASH_MASK, blob, created=True, label=label)
+        self._cache_object(obj)
+        return obj
+
+    def get_object(self, object_id: str) -> UIObject:
+        obj = self._objects.get(object_id)
+        if obj is None:
+            raise MemoryStoreError(f"no object {object_id}")
+        return obj
+
+    def object_crop(self, object_id: str) -> np.ndarray:
+        """The object's reference crop (RGB)."""
+        return self.blobs.get_image(self.get_object(object_id).crop_blob)
+
+    def link_state_objects(self, state_id: str, object_ids: list[str]) -> None:
+        for oid in object_ids:
+            self._q("state_object_link", state=state_id, object=oid)
+
+    def state_objects(self, state_id: str) -> list[UIObject]:
+        """The objects seen on a state, top to bottom, left to right."""
+        return [self._object_from_row(r) for r in self._q("state_objects", state=state_id)]
+
+    def link_skill_objects(self, skill_id: str, object_ids: list[str]) -> None:
+        """The skill uses these objects, in the order of its operations' references."""
+        for pos, oid in enumerate(object_ids):
+            self._q("skill_object_link", skill=skill_id, object=oid, position=pos)

@@ -1,0 +1,120 @@
+"""What a memory holds and whether it is sound: Table 2's statistics, ``info``, ``check``."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kgagent.memory.core import MemoryCore
+from kgagent.memory.engine import engine_version
+from kgagent.records import GraphStats
+
+#: Status of a failed check: ``problem`` needs a person; ``repairable`` goes away on the
+#: next read-write open (or ``kgagent memory check --repair``).
+PROBLEM = "problem"
+REPAIRABLE = "repairable"
+
+
+def _row(check: str, count: int, bad: str, detail: str) -> dict[str, Any]:
+    return {"check": check, "status": "ok" if count == 0 else bad, "count": count, "detail": detail}
+
+
+class Report(MemoryCore):
+    """Read-only summaries of the whole memory."""
+
+    def stats(self) -> GraphStats:
+        """The columns of the papers' Table 2 (library size, skills, nodes, edges, ...)."""
+        r = self._q("graph_stats")[0]
+        return GraphStats(**{k: int(v or 0) for k, v in r.items()})
+
+    def info(self) -> dict[str, Any]:
+        """What `kgagent memory info` shows."""
+        out: dict[str, Any] = {
+            "path": str(self.path),
+            "memory_id": self.manifest.get("memory_id"),
+            "engine": f"{self.engine} {engine_version(self.engine)}",
+            "schema_version": self.manifest.get("schema_version"),
+            "kgagent_version": self.manifest.get("kgagent_version"),
+            "encoder": (self.encoder or {}).get("identity"),
+            "dim": (self.encoder or {}).get("dim"),
+            "theta_merge": self.theta_merge,
+            "theta_simi": self.theta_simi,
+            "created": _iso(self.manifest.get("created")),
+            "updated": _iso(self.manifest.get("updated")),
+        }
+        out.update(self.stats().as_row())
+        out["vector_rows"] = self.vectors.row_count() if self.vectors is not None else 0
+        out["blobs"] = len(self.blobs.all_ids())
+        out["size_mb"] = round(
+            sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file()) / 1e6, 2
+        )
+        for k, v in self.consistency.items():
+            out[f"repair_{k}"] = v
+        return out
+
+    def check(self) -> list[dict[str, Any]]:
+        """The rows of `kgagent memory check`: {check, status, count, detail} per check.
+
+        ``status`` is ``ok``, ``repairable`` or ``problem``. Meant for a memory opened
+        read-only, which repairs nothing: a read-write open has already removed what
+        its repairable rows count (they then say what that open found).
+        """
+        c = self.consistency
+        n_states = self.stats().nodes
+        rows = [
+            _row(
+                "states_without_vector",
+                int(c.get("missing_vectors", 0)) if self.vectors is not None else n_states,
+                PROBLEM,
+                "State nodes whose committed feature revision has no vector row",
+            ),
+            _row(
+                "orphan_vector_rows",
+                int(c.get("orphan_rows", 0)),
+                REPAIRABLE,
+                "vector rows of states the graph never committed (removed on the next read-write open)",
+            ),
+            _row(
+                "uncommitted_revisions",
+                int(c.get("uncommitted_revisions", 0)),
+                REPAIRABLE,
+                "vector revisions newer than the graph committed (removed on the next read-write open)",
+            ),
+            _row(
+                "torn_journal_tail",
+                int(c.get("journal_torn_bytes", 0)),
+                REPAIRABLE,
+                "bytes of a half-written vector journal record (a crash mid-write; never committed; "
+                "cut off on the next read-write open)",
+            ),
+            _row(
+                "dangling_skill_edges",
+                len(self._q("check_dangling_skill_edges")),
+                PROBLEM,
+                "skill edges of a missing or pruned skill",
+            ),
+        ]
+        refs = {r["blob"] for r in self._q("check_blob_refs")}
+        have = set(self.blobs.all_ids())
+        rows.append(
+            _row(
+                "missing_blobs",
+                len(refs - have),
+                PROBLEM,
+                "thumbnails/crops the graph names but blobs/ lacks",
+            )
+        )
+        damaged = sum(self.blobs.sha256(b) != b for b in sorted(have))
+        rows.append(
+            _row(
+                "damaged_blobs",
+                damaged,
+                PROBLEM,
+                "blobs whose content does not hash to their name",
+            )
+        )
+        return rows
+
+
+def _iso(t: float | None) -> str | None:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else None

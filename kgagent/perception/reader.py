@@ -1,0 +1,472 @@
+"""Reading: the text a UI object shows, as a label for memory, names and grounding.
+
+Without a language model the agent cannot read, so its memory would name objects
+``object_88``. A :class:`TextReader` turns object crops into :class:`Reading`\\ s
+(text, confidence). Two readers:
+
+* :class:`OcrReader` (``ocr``): RapidOCR's pretrained PP-OCR recogniser (ONNX Runtime,
+  CPU; its models ship inside the ``rapidocr-onnxruntime`` wheel). Recognition only,
+  on the one text line that matters in each crop, batched, cached by crop content.
+* :class:`NoReader` (``none``): reads nothing; every label stays ``""`` and the agent
+  behaves as it does without text.
+
+Why recognition only: a text detector over a whole 1280×720 screen costs seconds on a
+CPU, recognition of a small line tens of milliseconds. The line is found classically
+(:func:`text_line`): connected components of the crop's two Otsu classes that look
+like glyphs (thin strokes, letter-sized, not a frame or a filled shape), grouped into
+rows; a row of at least two glyphs is a text line, and the most prominent one (the
+tallest glyphs; among near-equals the top-most: a title over its body text)
+is read. A crop with no such row is not text and costs no recognition at all. The
+same components give the word gaps, which put back the spaces the recogniser drops.
+
+What is kept (the sanity filter): a confidence of at least
+``perception.reader_min_confidence`` and at least one letter or digit. Everything here
+is about glyphs, never about a program: no word lists, no language, no game.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import unicodedata
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import cv2
+import numpy as np
+
+from kgagent.errors import ConfigError, WeightsUnavailable
+from kgagent.records import label_key, names_control
+
+__all__ = [
+    "NoReader",
+    "OcrReader",
+    "Reading",
+    "ReaderSettings",
+    "TextLine",
+    "TextReader",
+    "label_key",
+    "make_reader",
+    "names_control",
+    "text_line",
+]
+
+Log = Callable[[str], None]
+
+#: Glyph geometry (pixels and ratios). Not tuning knobs: they describe what a printed
+#: glyph looks like at screen resolution, and tests pin them on rendered text.
+MIN_GLYPH_H = 5  # below this no recogniser reads a letter
+MAX_GLYPH_H = 96  # a headline; anything taller is a picture
+MAX_GLYPH_ASPECT = 12.0  # w / h: touching letters (serif fonts, small sizes) make wide glyphs
+MIN_WORD_ASPECT = 1.8  # ... a row of one such glyph is a word only if this wide
+MIN_WORD_FILL = 0.2  # ... and this dense (an outlined box is wide, thin and sparse)
+MIN_FILL = 0.08  # ink share of the glyph's box: thin rings (frames, outlines) are not glyphs
+MAX_STROKE = 0.42  # thickest stroke / height: letters are drawn with strokes, icons filled
+WORD_GAP = 0.45  # a gap wider than this × glyph height, and twice the row's median gap,
+#: separates words (measured on rendered text: letter gaps reach 0.33 × height)
+WORD_GAP_RATIO = 2.0
+COUNTER_SCALE = 3.0  # a glyph inside one at most this much taller is its counter or mark
+LINE_GAP = 1.6  # ... wider than this × glyph height separates two texts on one row
+PROMINENCE = 0.85  # rows whose glyphs are this tall relative to the tallest compete
+LINE_MARGIN = 0.3  # context kept around the line, × glyph height (the recogniser wants some)
+CANDIDATE_LINES = 2  # lines tried per crop, the most prominent first (see text_lines)
+#: The recogniser's input (channels, height, minimum width). Height 48 is PP-OCR's own:
+#: at 32 the CTC frames get too few per letter and double letters collapse ("Setings").
+#: The minimum width is 96 instead of RapidOCR's 320: a short word is not padded to a
+#: long line, which made recognition about five times slower (docs/perception.md,
+#: "Reading", the measurement).
+REC_SHAPE = (3, 48, 96)
+REC_BATCH = 8
+#: Labels are names, not paragraphs: longer text is cut (with an ellipsis).
+MAX_LABEL_CHARS = 48
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a reader made of one crop: ``text`` ("" when it saw none) and its confidence."""
+
+    text: str = ""
+    confidence: float = 0.0
+
+
+NOTHING = Reading()
+
+
+@runtime_checkable
+class TextReader(Protocol):
+    """Object crops (RGB uint8) to readings, one per crop, in order."""
+
+    identity: str
+
+    def read(self, crops: Sequence[np.ndarray]) -> list[Reading]: ...
+
+
+@dataclass(frozen=True)
+class ReaderSettings:
+    """The reader's settings, read from ``cfg.perception`` with these defaults when absent."""
+
+    reader: str = "auto"  # auto | ocr | none
+    min_confidence: float = 0.8
+    cache: int = 4096
+
+    @classmethod
+    def of(cls, perception: Any) -> ReaderSettings:
+        return cls(
+            reader=str(getattr(perception, "reader", cls.reader)),
+            min_confidence=float(getattr(perception, "reader_min_confidence", cls.min_confidence)),
+            cache=int(getattr(perception, "reader_cache", cls.cache)),
+        )
+
+
+# ------------------------------------------------------------------------------ labels
+def _clean(text: str) -> str:
+    s = " ".join(unicodedata.normalize("NFKC", text).split())
+    if len(s) > MAX_LABEL_CHARS:
+        s = s[: MAX_LABEL_CHARS - 1].rstrip() + "…"
+    return s
+
+
+# ------------------------------------------------------------------------------ text lines
+@dataclass
+class TextLine:
+    """The most prominent text line of a crop: its box in the crop and its word gaps."""
+
+    box: tuple[int, int, int, int]  # x, y, w, h in the crop (margin included)
+    glyph_height: float
+    gaps: list[float] = field(default_factory=list)  # x of word gaps, in the box's frame
+    glyphs: int = 0
+
+
+def _glyphs(gray: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """Glyph-like connected components (x, y, w, h) of both Otsu classes of ``gray``."""
+    H, W = gray.shape
+    _, mask = cv2.threshold(gray, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
+    out: list[tuple[int, int, int, int]] = []
+    for m in (mask, cv2.bitwise_not(mask)):
+        n, lab, st, _ = cv2.connectedComponentsWithStats(m, connectivity=8)
+        if n <= 1:
+            continue
+        keep = []
+        for i in range(1, n):
+            x, y, w, h, a = (int(v) for v in st[i])
+            if not (MIN_GLYPH_H <= h <= MAX_GLYPH_H) or w > MAX_GLYPH_ASPECT * h:
+                continue
+            if (x == 0 and x + w >= W) or (y == 0 and y + h >= H):
+                continue  # spans the crop: a frame or the background
+            if a < MIN_FILL * w * h:
+                continue
+            keep.append(i)
+        if not keep:
+            continue
+        # Thickest stroke per component: twice the largest distance to the background.
+        dist = cv2.distanceTransform(m, cv2.DIST_L2, 3)
+        thick = np.zeros(n, np.float32)
+        np.maximum.at(thick, lab.ravel(), dist.ravel())
+        for i in keep:
+            x, y, w, h, _a = (int(v) for v in st[i])
+            if 2.0 * float(thick[i]) <= MAX_STROKE * h + 1.0:
+                if w < MIN_WORD_ASPECT * h or int(st[i][4]) >= MIN_WORD_FILL * w * h:
+                    out.append((x, y, w, h))
+    return out
+
+
+def _rows(glyphs: list[tuple[int, int, int, int]]) -> list[list[tuple[int, int, int, int]]]:
+    """Glyphs grouped into rows, then split where a horizontal gap says that two texts
+    share a row.
+
+    A glyph inside another one's box, and not much smaller, is its counter (the hole of an
+    "A") or a mark on it, and is dropped (a letter inside a frame is kept). Tall glyphs are placed first, so that capitals and ascenders set the
+    rows and lower-case letters join them: a glyph joins a row it overlaps vertically by
+    half its height, if its height is within a factor of two of the row's.
+    """
+    inside = {
+        i
+        for i, (x, y, w, h) in enumerate(glyphs)
+        for j, (X, Y, W, H) in enumerate(glyphs)
+        if i != j
+        and X <= x
+        and Y <= y
+        and x + w <= X + W
+        and y + h <= Y + H
+        and w * h < W * H
+        and H <= COUNTER_SCALE * h  # a letter's counter; not a letter inside a frame
+    }
+    kept = [g for i, g in enumerate(glyphs) if i not in inside]
+    rows: list[list[tuple[int, int, int, int]]] = []
+    for g in sorted(kept, key=lambda g: (-g[3], g[1], g[0])):
+        for row in rows:
+            top = min(r[1] for r in row)
+            bottom = max(r[1] + r[3] for r in row)
+            med = float(np.median([r[3] for r in row]))
+            overlap = min(bottom, g[1] + g[3]) - max(top, g[1])
+            if overlap >= 0.5 * g[3] and 0.5 * med <= g[3] <= 2.0 * med:
+                row.append(g)
+                break
+        else:
+            rows.append([g])
+    out = []
+    for row in rows:
+        row.sort(key=lambda g: g[0])
+        med = float(np.median([g[3] for g in row]))
+        cur, right = [row[0]], row[0][0] + row[0][2]
+        for g in row[1:]:
+            if g[0] - right > LINE_GAP * med:
+                out.append(cur)
+                cur = [g]
+            else:
+                cur.append(g)
+            right = max(right, g[0] + g[2])
+        out.append(cur)
+    return out
+
+
+def _columns(row: list[tuple[int, int, int, int]]) -> list[tuple[int, int]]:
+    """The row's horizontal ink runs (glyphs overlapping in x are one: an i and its dot)."""
+    runs: list[tuple[int, int]] = []
+    for x, _y, w, _h in sorted(row):
+        if runs and x <= runs[-1][1]:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], x + w))
+        else:
+            runs.append((x, x + w))
+    return runs
+
+
+def text_line(crop: np.ndarray) -> TextLine | None:
+    """The crop's most prominent line of at least two glyphs, or ``None`` (no text)."""
+    lines = text_lines(crop, 1)
+    return lines[0] if lines else None
+
+
+def text_lines(crop: np.ndarray, limit: int = CANDIDATE_LINES) -> list[TextLine]:
+    """Up to ``limit`` text lines of the crop, the most prominent first.
+
+    Prominence: rows whose glyphs are at least ``PROMINENCE`` × the tallest row's come
+    first, top-most first (a title over its body); then the others, tallest first. More
+    than one is returned because a picture can pass for a row of glyphs (the corners
+    around a round button, an icon of two strokes); the reader keeps the first line it
+    can read.
+    """
+    if crop.ndim == 3:
+        gray = cv2.cvtColor(np.ascontiguousarray(crop[..., :3]), cv2.COLOR_RGB2GRAY)
+    else:
+        gray = np.ascontiguousarray(crop)
+    H, W = gray.shape[:2]
+    if H < MIN_GLYPH_H or W < 2 * MIN_GLYPH_H:
+        return []
+
+    def corner(g: tuple[int, int, int, int]) -> bool:
+        x, y, w, h = g
+        return (x == 0 or x + w >= W) and (y == 0 or y + h >= H)
+
+    # A row made only of shapes in the crop's corners is the background around a round
+    # or hexagonal control, not text.
+    rows = [r for r in _rows(_glyphs(gray)) if _is_text(r) and not all(corner(g) for g in r)]
+    if not rows:
+        return []
+    height = {id(r): float(np.median([g[3] for g in r])) for r in rows}
+    tallest = max(height.values())
+
+    def rank(r: list[tuple[int, int, int, int]]) -> tuple[int, float, int, int]:
+        top, left = min(g[1] for g in r), min(g[0] for g in r)
+        if height[id(r)] >= PROMINENCE * tallest:
+            return (0, 0.0, top, left)
+        return (1, -height[id(r)], top, left)
+
+    return [_line(r, height[id(r)], W, H) for r in sorted(rows, key=rank)[:limit]]
+
+
+def _line(row: list[tuple[int, int, int, int]], med: float, W: int, H: int) -> TextLine:
+    x0, y0 = min(g[0] for g in row), min(g[1] for g in row)
+    x1, y1 = max(g[0] + g[2] for g in row), max(g[1] + g[3] for g in row)
+    m = int(round(LINE_MARGIN * med)) + 1
+    bx, by = max(0, x0 - m), max(0, y0 - m)
+    bw, bh = min(W, x1 + m) - bx, min(H, y1 + m) - by
+    runs = _columns(row)
+    widths = [b[0] - a[1] for a, b in zip(runs, runs[1:])]
+    typical = float(np.median(widths)) if len(widths) >= 3 else 0.0
+    gaps = [
+        (a[1] + b[0]) / 2 - bx
+        for (a, b), g in zip(zip(runs, runs[1:]), widths)
+        if g > WORD_GAP * med and g >= WORD_GAP_RATIO * typical
+    ]
+    return TextLine((bx, by, bw, bh), med, gaps, len(runs))
+
+
+def _is_text(row: list[tuple[int, int, int, int]]) -> bool:
+    """At least two glyphs side by side, or one glyph as wide as a word (touching letters)."""
+    runs = _columns(row)
+    if len(runs) >= 2:
+        return True
+    x0, x1 = runs[0]
+    h = max(g[3] for g in row)
+    return x1 - x0 >= MIN_WORD_ASPECT * h
+
+
+def _spaced(text: str, columns: Sequence[float], gaps: Sequence[float]) -> str:
+    """``text`` with a space at each word gap that falls between two of its characters.
+
+    ``columns``: each character's x in the line image, from the recogniser's CTC frames.
+    """
+    if not gaps or len(columns) != len(text):
+        return text
+    out = [text[0]] if text else []
+    for i in range(1, len(text)):
+        if text[i] != " " and text[i - 1] != " ":
+            if any(columns[i - 1] < g < columns[i] for g in gaps):
+                out.append(" ")
+        out.append(text[i])
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------ readers
+def _crop_key(crop: np.ndarray) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr(crop.shape).encode())
+    h.update(np.ascontiguousarray(crop).tobytes())
+    return h.digest()
+
+
+class NoReader:
+    """Reads nothing: labels stay empty (``perception.reader=none``)."""
+
+    identity = "none"
+
+    def read(self, crops: Sequence[np.ndarray]) -> list[Reading]:
+        return [NOTHING for _ in crops]
+
+
+class OcrReader:
+    """RapidOCR recognition on each crop's text line (see the module docstring).
+
+    The engine loads on the first crop that has a text line, so a run that never
+    reads pays nothing. ``engine`` may be passed in (tests). ``calls`` and ``lines``
+    count recogniser batches and lines, ``seconds`` the time spent in :meth:`read`.
+    """
+
+    identity = "ocr:rapidocr-ppocr-v4-rec"
+
+    def __init__(self, settings: ReaderSettings | None = None, *, engine: Any = None) -> None:
+        self.settings = settings or ReaderSettings()
+        self._engine = engine
+        self._cache: OrderedDict[bytes, Reading] = OrderedDict()
+        self.calls = 0
+        self.lines = 0
+        self.seconds = 0.0
+
+    @staticmethod
+    def available() -> bool:
+        try:
+            import rapidocr_onnxruntime  # noqa: F401
+        except Exception:
+            return False
+        return True
+
+    def _recognizer(self) -> Any:
+        if self._engine is None:
+            try:
+                from rapidocr_onnxruntime import RapidOCR
+            except Exception as e:  # ImportError, or onnxruntime failing to load
+                raise WeightsUnavailable(_missing(e)) from None
+            engine = RapidOCR()
+            engine.text_rec.rec_image_shape = list(REC_SHAPE)
+            engine.text_rec.rec_batch_num = REC_BATCH
+            self._engine = engine
+        return self._engine.text_rec
+
+    def read(self, crops: Sequence[np.ndarray]) -> list[Reading]:
+        t0 = time.perf_counter()
+        out: list[Reading | None] = [None] * len(crops)
+        todo: list[tuple[int, bytes, list[np.ndarray], list[TextLine]]] = []
+        for i, crop in enumerate(crops):
+            if crop is None or crop.size == 0 or crop.ndim != 3:
+                out[i] = NOTHING
+                continue
+            key = _crop_key(crop)
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                out[i] = hit
+                continue
+            lines = text_lines(crop)
+            if not lines:
+                self._remember(key, NOTHING)
+                out[i] = NOTHING
+                continue
+            images = [
+                np.ascontiguousarray(crop[y : y + h, x : x + w, :3])
+                for x, y, w, h in (ln.box for ln in lines)
+            ]
+            todo.append((i, key, images, lines))
+        if todo:
+            rec = self._recognizer()
+            flat = [img for _, _, images, _ in todo for img in images]
+            self.calls += 1
+            self.lines += len(flat)
+            results, _ = rec(flat, return_word_box=True)
+            pos = 0
+            for i, key, images, lines in todo:
+                reading = NOTHING
+                for img, line, res in zip(
+                    images, lines, results[pos : pos + len(images)], strict=True
+                ):
+                    reading = self._reading(res, img.shape[1], line)
+                    if reading.text:
+                        break
+                pos += len(images)
+                self._remember(key, reading)
+                out[i] = reading
+        self.seconds += time.perf_counter() - t0
+        return [r if r is not None else NOTHING for r in out]
+
+    def _reading(self, res: Any, width: int, line: TextLine) -> Reading:
+        text, conf = str(res[0]), float(res[1])
+        if conf < self.settings.min_confidence or not any(ch.isalnum() for ch in text):
+            return NOTHING
+        columns: list[float] = []
+        info = res[2] if len(res) > 2 else None
+        if info and info[0]:
+            span = float(info[0])  # CTC frames covering the line image (padding excluded)
+            columns = [(c + 0.5) / span * width for word in info[2] for c in word]
+        text = _clean(_spaced(text, columns, line.gaps))
+        return Reading(text, round(conf, 4)) if text else NOTHING
+
+    def _remember(self, key: bytes, reading: Reading) -> None:
+        self._cache[key] = reading
+        while len(self._cache) > max(1, self.settings.cache):
+            self._cache.popitem(last=False)
+
+
+def _missing(e: BaseException) -> str:
+    return (
+        f"perception.reader=ocr needs rapidocr-onnxruntime ({type(e).__name__}: {e}); "
+        "install it (pip install rapidocr-onnxruntime) or set perception.reader=none"
+    )
+
+
+def make_reader(perception: Any, *, log: Log = print) -> TextReader:
+    """The reader ``perception.reader`` names: ``ocr``, ``none`` or ``auto`` (the default).
+
+    ``ocr`` raises :class:`WeightsUnavailable` (one line) when RapidOCR cannot be
+    imported; ``auto`` then says once, through ``log``, that the agent does not read.
+    """
+    s = ReaderSettings.of(perception)
+    if s.reader == "none":
+        return NoReader()
+    if s.reader == "ocr":
+        if not OcrReader.available():
+            try:
+                import rapidocr_onnxruntime  # noqa: F401
+            except Exception as e:
+                raise WeightsUnavailable(_missing(e)) from None
+        return OcrReader(s)
+    if s.reader != "auto":
+        raise ConfigError(f"perception.reader={s.reader!r}; use auto, ocr or none")
+    if OcrReader.available():
+        return OcrReader(s)
+    log(
+        "reader: rapidocr-onnxruntime is not installed; objects get no text labels "
+        "(pip install rapidocr-onnxruntime, or set perception.reader=none to silence this)"
+    )
+    return NoReader()

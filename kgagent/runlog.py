@@ -1,0 +1,312 @@
+"""The run log: what a run writes, and how to read it back.
+
+A run of ``kgagent play`` writes one JSONL file: a ``{"type": "run", ...}`` header
+(environment, seed, encoder, brain, the effective configuration and
+``log_version``), one ``{"type": "step", ...}`` line per step (a
+:class:`StepRecord` plus the harness's ground truth), an ``{"type": "episode", ...}``
+line where an episode ends and the program is started again, and a final
+``{"type": "summary", ...}`` line (a :class:`RunSummary`). The format is
+described in docs/agent.md ("Step log").
+
+This module imports only the standard library, so reading logs (``kgagent runs``,
+the benchmarks, ``kgagent view``) needs neither OpenCV nor torch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from kgagent.errors import ConfigError
+
+#: Version of the step-log format, recorded in every header. 2: header records the
+#: effective configuration and ``log_version``; episode lines.
+LOG_VERSION = 2
+
+#: Fields of a step that repeat its last execution's.
+_MIRRORED = (
+    "skill_id",
+    "skill_name",
+    "operations",
+    "grounding",
+    "change",
+    "r_progress",
+    "r_semantic",
+    "r_state",
+    "r_novel",
+    "r_total",
+    "valid_transition",
+    "new_state",
+)
+
+
+@dataclass
+class ExecutionRecord:
+    """One executed skill (or augmentation attempt, or random action) within a step."""
+
+    path: str
+    from_state: str
+    to_state: str
+    skill_id: str | None = None
+    skill_name: str | None = None
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    grounding: list[dict[str, Any]] = field(default_factory=list)  # per executed op
+    change: float = 0.0
+    new_state: bool = False
+    new_screen: bool = False  # the after-screen was a configuration new in this episode
+    r_progress: float = 0.0
+    r_semantic: float = 0.0
+    r_state: float = 0.0
+    r_novel: float = 0.0
+    r_total: float = 0.0
+    evaluated: bool = False
+    valid_transition: bool = False
+    actions: int = 0
+    error: str | None = None
+    note: str = ""
+
+
+@dataclass
+class StepRecord:
+    """What one step did; the top-level fields mirror the step's last execution."""
+
+    step: int
+    state_id: str
+    path: str
+    skill_id: str | None = None
+    skill_name: str | None = None
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    grounding: list[dict[str, Any]] = field(default_factory=list)
+    change: float = 0.0
+    r_progress: float = 0.0
+    r_semantic: float = 0.0
+    r_state: float = 0.0
+    r_novel: float = 0.0
+    r_total: float = 0.0
+    tokens: int = 0
+    estimated_tokens: int = 0  # of ``tokens``, estimated (the server sent no usage)
+    cost_usd: float = 0.0
+    brain_notes: list[str] = field(default_factory=list)  # answers not from the model, and why
+    valid_transition: bool = False
+    new_state: bool = False
+    state_created: bool = False  # the observed state v_i was created this step
+    executions: list[ExecutionRecord] = field(default_factory=list)
+    actions: int = 0  # concrete actions sent to the program this step
+    cluster_id: str | None = None
+    explore_prob: float | None = None
+    skills_added: list[str] = field(default_factory=list)
+    skills_pruned: list[str] = field(default_factory=list)
+    skills_suspended: list[str] = field(default_factory=list)
+    refined: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    #: where the step's time went, ms by part (kgagent/agent/timing.py)
+    times_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def take_last_execution(self) -> None:
+        """The top-level fields mirror the step's last execution (paths, rewards, actions)."""
+        if not self.executions:
+            return
+        last = self.executions[-1]
+        self.path = last.path
+        for name in _MIRRORED:
+            setattr(self, name, getattr(last, name))
+        self.actions = sum(e.actions for e in self.executions)
+
+
+@dataclass
+class RunSummary:
+    """What a run achieved: ground truth, ERR, cost and the graph's size (Table 1–2 columns)."""
+
+    env: str
+    seed: int
+    ablation: str
+    steps: int
+    progression: float  # ground truth: floors cleared / turns survived
+    score: float  # ground truth: run score / techs
+    alive: bool
+    err: float  # Execution-Responsive Rate: valid transitions / executed skills
+    executions: int
+    valid_executions: int
+    actions: int  # concrete actions sent to the program
+    tokens: int
+    cost_usd: float
+    cost_per_100_steps: float
+    library_size: int
+    skills_augmented: int
+    skills_pruned: int
+    nodes: int
+    skill_edges: int
+    similarity_edges: int
+    objects: int = 0
+    clusters: int = 0
+    paths: dict[str, int] = field(default_factory=dict)  # steps by the path of their last execution
+    # per path: [executions, valid transitions, executions that sent no input (an invoked
+    # skill whose first operation did not ground; augmentation with nothing to try)]
+    executions_by_path: dict[str, list[int]] = field(default_factory=dict)
+    estimated_tokens: int = 0  # of ``tokens``, estimated (replies without usage)
+    stopped: str = "steps"  # steps | terminated | episode_limit | interrupted | budget
+    episodes: int = 1
+    duration_s: float = 0.0
+    log_path: str | None = None
+    memory_path: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def format_table(self) -> str:
+        """A two-column table for people (the CLI prints it at the end of a run)."""
+        rows = [
+            ("environment", f"{self.env} (seed {self.seed}, {self.ablation})"),
+            ("steps", f"{self.steps} ({self.stopped})"),
+            ("progression", f"{self.progression:g}"),
+            ("score", f"{self.score:g}"),
+            ("alive", "yes" if self.alive else "no"),
+            ("ERR", f"{self.err:.3f} ({self.valid_executions}/{self.executions} executions)"),
+            ("actions", str(self.actions)),
+            ("paths", ", ".join(f"{k} {v}" for k, v in sorted(self.paths.items())) or "-"),
+            ("executions", _by_path(self.executions_by_path)),
+            (
+                "tokens",
+                f"{self.tokens}"
+                + (f" ({self.estimated_tokens} estimated)" if self.estimated_tokens else ""),
+            ),
+            ("cost", f"${self.cost_usd:.4f} (${self.cost_per_100_steps:.4f} / 100 steps)"),
+            ("library size", str(self.library_size)),
+            ("skills augmented", str(self.skills_augmented)),
+            ("skills pruned", str(self.skills_pruned)),
+            ("nodes", str(self.nodes)),
+            ("skill edges", str(self.skill_edges)),
+            ("similarity edges", str(self.similarity_edges)),
+            ("objects", str(self.objects)),
+            ("clusters", str(self.clusters)),
+            ("duration", f"{self.duration_s:.1f} s"),
+        ]
+        if self.log_path:
+            rows.append(("step log", self.log_path))
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _by_path(by_path: dict[str, list[int]]) -> str:
+    """``hq 277 (87% valid, 13 sent nothing), ...`` for the summary table."""
+    parts = []
+    for path, (n, valid, nothing) in sorted(by_path.items()):
+        notes = [f"{valid / n:.0%} valid"] if n else []
+        if nothing:
+            notes.append(f"{nothing} sent nothing")
+        parts.append(f"{path} {n} ({', '.join(notes)})" if notes else f"{path} {n}")
+    return ", ".join(parts) or "-"
+
+
+def executions_by_path(records: list[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per path: [executions, valid transitions, executions that sent no input]."""
+    by_path: dict[str, list[int]] = {}
+    for r in records:
+        for e in r.get("executions", []):
+            row = by_path.setdefault(str(e.get("path", "?")), [0, 0, 0])
+            row[0] += 1
+            row[1] += bool(e.get("valid_transition"))
+            row[2] += e.get("actions", 0) == 0
+    return by_path
+
+
+def summarise(
+    records: list[dict[str, Any]],
+    *,
+    env: str,
+    seed: int,
+    ablation: str,
+    stats: dict[str, int],
+    truth: dict[str, Any],
+    stopped: str,
+    duration_s: float,
+) -> RunSummary:
+    """Build a summary from step-log dicts (shared by the runner and `kgagent runs show`)."""
+    executions = [e for r in records for e in r.get("executions", [])]
+    n_exec = len(executions)
+    valid = sum(1 for e in executions if e.get("valid_transition"))
+    steps = len(records)
+    cost = float(sum(r.get("cost_usd", 0.0) for r in records))
+    return RunSummary(
+        env=env,
+        seed=seed,
+        ablation=ablation,
+        steps=steps,
+        progression=float(truth.get("progression", 0.0)),
+        score=float(truth.get("score", 0.0)),
+        alive=bool(truth.get("alive", True)),
+        err=valid / n_exec if n_exec else 0.0,
+        executions=n_exec,
+        valid_executions=valid,
+        actions=int(sum(r.get("actions", 0) for r in records)),
+        tokens=int(sum(r.get("tokens", 0) for r in records)),
+        estimated_tokens=int(sum(r.get("estimated_tokens", 0) for r in records)),
+        cost_usd=cost,
+        cost_per_100_steps=100.0 * cost / steps if steps else 0.0,
+        library_size=int(stats.get("library_size", 0)),
+        skills_augmented=int(stats.get("skills_augmented", 0)),
+        skills_pruned=int(stats.get("skills_pruned", 0)),
+        nodes=int(stats.get("nodes", 0)),
+        skill_edges=int(stats.get("skill_edges", 0)),
+        similarity_edges=int(stats.get("similarity_edges", 0)),
+        objects=int(stats.get("objects", 0)),
+        clusters=int(stats.get("clusters", 0)),
+        paths=dict(Counter(r.get("path", "idle") for r in records)),
+        executions_by_path=executions_by_path(records),
+        stopped=stopped,
+        duration_s=duration_s,
+    )
+
+
+def read_log(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict | None]:
+    """(run header, step lines, summary line) of a JSONL step log."""
+    header, steps, summary = None, [], None
+    p = Path(path)
+    try:
+        lines = p.read_text().splitlines()
+    except FileNotFoundError:
+        raise ConfigError(f"no step log at {p}") from None
+    for i, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            d = json.loads(raw)
+        except json.JSONDecodeError:
+            if i == len(lines):  # a run killed mid-write: ignore the torn last line
+                break
+            raise ConfigError(f"{p}:{i} is not JSON; is this a kgagent step log?") from None
+        t = d.get("type")
+        if t == "run":
+            header = d
+        elif t == "step":
+            steps.append(d)
+        elif t == "summary":
+            summary = d
+    if header is None and not steps and summary is None:
+        raise ConfigError(f"{p} holds no kgagent step log lines")
+    return header, steps, summary
+
+
+class RunLogWriter:
+    """Appends the lines of one run log; every line is flushed, so a killed run keeps its steps."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        self._fh = fh
+
+    def write(self, kind: str, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps({"type": kind, **record}, default=_json_default) + "\n")
+        self._fh.flush()
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "tolist"):  # numpy scalars and arrays, without importing numpy
+        return o.tolist()
+    if isinstance(o, tuple | set):
+        return list(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

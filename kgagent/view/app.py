@@ -1,0 +1,251 @@
+"""`kgagent view`: the Dash app over one memory, and the few plain routes it serves.
+
+Dash (with dash-cytoscape for the graph) was chosen because the Bottom-Up
+Agent's own monitor is a Dash app, Plotly figures download as PNG and SVG in the
+browser without a server-side renderer, and Cytoscape.js draws thousands of
+nodes with images and exports the graph as PNG or SVG; both ship their
+JavaScript in the Python wheels, so the view works without a network. See
+docs/view.md.
+
+Routes besides Dash's own (each reads; none takes a path from the request):
+
+* ``/blob/<sha256>.png`` — a thumbnail or object crop (the id must be 64 hex digits);
+* ``/state/<state id>.png`` — a state's screenshot (a recording, else its thumbnail);
+* ``/frame/<log>/<step>.png`` — the live picture: screen + the step's actions;
+* ``/download/<name>.csv`` — the numbers behind the rounds table and figures.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgagent.config import Config
+from kgagent.errors import ConfigError
+from kgagent.view.logs import RunLogs
+from kgagent.view.source import MemorySource, is_blob_id
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass
+class ViewContext:
+    """What every page reads: the memory (read-only) and its step logs."""
+
+    source: MemorySource
+    logs: RunLogs
+
+    @property
+    def memory(self) -> Path:
+        return self.source.path
+
+
+def create_app(memory: str | Path, config: Config | None = None, *, refresh_s: float = 1.0) -> Any:
+    """The Dash app for ``memory`` (not started; ``app.run`` or :func:`serve` starts it)."""
+    import dash
+    import dash_cytoscape as cyto
+
+    from kgagent.view import pages, shell
+
+    path = Path(memory).expanduser().resolve()
+    if not (path / "manifest.json").is_file():
+        raise ConfigError(
+            f"no kgagent memory at {path}; run `kgagent play --memory {path}` to create one"
+        )
+    ctx = ViewContext(MemorySource(path, config, refresh_s=refresh_s), RunLogs(path))
+    ctx.source.snapshot()  # the first read loads the engines (seconds): before any page asks
+    cyto.load_extra_layouts()
+    app = dash.Dash(
+        __name__,
+        title="kgagent view",
+        update_title=None,
+        suppress_callback_exceptions=True,
+        serve_locally=True,
+    )
+    app.index_string = shell.INDEX
+    app.layout = shell.layout(ctx)
+    shell.register(app, ctx)
+    pages.register(app, ctx)
+    _routes(app.server, ctx)
+    return app
+
+
+def _routes(server: Any, ctx: ViewContext) -> None:
+    from flask import Response, abort
+
+    from kgagent.rounds import rounds_csv
+    from kgagent.view import figures, frames
+
+    frame_cache: dict[tuple, bytes] = {}
+    lock = threading.Lock()
+
+    def png(data: bytes, max_age: int = 0) -> Response:
+        r = Response(data, mimetype="image/png")
+        r.headers["Cache-Control"] = f"max-age={max_age}" if max_age else "no-store"
+        return r
+
+    @server.after_request
+    def _headers(resp: Response) -> Response:
+        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+        resp.headers.setdefault("Referrer-Policy", "no-referrer")
+        return resp
+
+    @server.route("/blob/<name>.png")
+    def blob(name: str) -> Response:
+        data = ctx.source.blob(name) if is_blob_id(name) else None
+        if data is None:
+            abort(404)
+        return png(data, max_age=86400)  # content-addressed: never changes
+
+    @server.route("/state/<state_id>.png")
+    def state_png(state_id: str) -> Response:
+        snap = ctx.source.snapshot()
+        row = snap.states.get(state_id)
+        if row is None:
+            abort(404)
+        rec = ctx.logs.state_recording(state_id)
+        if rec is not None:
+            path = rec[0].recording(rec[1])
+            if path is not None:
+                return png(path.read_bytes())
+        data = ctx.source.blob(row.get("thumbnail") or "")
+        if data is None:
+            abort(404)
+        return png(data)
+
+    @server.route("/frame/<int:log_index>/<int:step>.png")
+    def frame(log_index: int, step: int) -> Response:
+        log = ctx.logs.load(log_index)
+        if log is None:
+            abort(404)
+        rec = next((s for s in log.steps if int(s.get("step", -1)) == step), None)
+        if rec is None:
+            abort(404)
+        key = (log.name, step, len(log.steps))
+        with lock:
+            hit = frame_cache.get(key)
+        if hit is None:
+            hit = _frame(ctx, log, rec, frames)
+            with lock:
+                if len(frame_cache) > 64:
+                    frame_cache.clear()
+                frame_cache[key] = hit
+        return png(hit)
+
+    @server.route("/download/<name>.csv")
+    def download(name: str) -> Response:
+        rounds = ctx.logs.rounds()
+        if name == "rounds":
+            text = rounds_csv(rounds)
+        elif name in figures.ROUND_FIGURES:
+            series = [ctx.logs.series(log) for log in _round_logs(ctx, rounds)]
+            text = figures.figure_csv(name, rounds, series)
+        elif name.startswith("live-") and name[5:].isdigit():
+            log = ctx.logs.load(int(name[5:]))
+            if log is None:
+                abort(404)
+            text = _series_csv(ctx.logs.series(log))
+        else:
+            abort(404)
+        r = Response(text, mimetype="text/csv")
+        r.headers["Content-Disposition"] = f'attachment; filename="kgagent-{name}.csv"'
+        return r
+
+
+def _round_logs(ctx: ViewContext, rounds: list) -> list:
+    by_name = {log.name: log for log in ctx.logs.all()}
+    return [by_name[r.log] for r in rounds if r.log in by_name]
+
+
+def _series_csv(series: dict[str, list[float]]) -> str:
+    keys = list(series)
+    lines = [",".join(keys)]
+    lines += [",".join(str(series[k][i]) for k in keys) for i in range(len(series["step"]))]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class FramePlan:
+    """What the live picture of a step shows: which screen, whose actions, and the caption."""
+
+    kind: str  # recording | thumbnail | none
+    caption: str
+    execution: int  # index of the execution whose actions are drawn
+    state_id: str  # the state the drawn execution started from
+
+
+def frame_source(ctx: ViewContext, log: Any, rec: dict[str, Any]) -> FramePlan:
+    """Which picture the live page shows for a step, and which execution's actions go on it.
+
+    A recording is the screen the step began on, so it carries the step's first
+    execution; a thumbnail can be of any state, so it carries the last execution
+    on the thumbnail of the state that execution started from.
+    """
+    step = int(rec.get("step", 0))
+    execs = rec.get("executions") or []
+    n = len(execs)
+
+    def which(i: int) -> str:
+        if n <= 1:
+            return ""
+        e = execs[i]
+        return f"; actions of execution {i % n + 1} of {n} ({e.get('path', '?')})"
+
+    if log.recording(step - 1) is not None:
+        first = (execs[0].get("from_state") if execs else None) or rec.get("state_id", "")
+        caption = f"recorded screenshot after step {step - 1}: the screen step {step} acted on"
+        return FramePlan("recording", caption + which(0), 0, first)
+    last = (execs[-1].get("from_state") if execs else None) or rec.get("state_id", "")
+    snap = ctx.source.snapshot()
+    thumb = (snap.states.get(last) or {}).get("thumbnail") or ""
+    if is_blob_id(thumb):
+        note = (
+            ""
+            if log.screen_size()
+            else "; positions approximate (the log does not record the screen size)"
+        )
+        caption = f"thumbnail of state {last} kept in the memory (the run was not recorded)"
+        return FramePlan("thumbnail", caption + which(-1) + note, -1, last)
+    return FramePlan(
+        "none", "no picture: the run was not recorded and the state has no thumbnail", -1, last
+    )
+
+
+def _frame(ctx: ViewContext, log: Any, rec: dict[str, Any], frames: Any) -> bytes:
+    plan = frame_source(ctx, log, rec)
+    actions = frames.actions_of(rec, plan.execution)
+    step = int(rec.get("step", 0))
+    if plan.kind == "recording":
+        path = log.recording(step - 1)
+        return frames.compose(path.read_bytes(), actions, log.screen_size())
+    size = log.screen_size()
+    if size is None:
+        detail = ctx.source.state_detail(plan.state_id) or {}
+        boxes = [o["bbox"] for o in detail.get("objects", [])]
+        all_actions = [a for s in log.steps for a in frames.actions_of(s)]
+        size = frames.extent(all_actions, boxes)
+    if plan.kind == "thumbnail":
+        thumb = ctx.source.snapshot().states[plan.state_id]["thumbnail"]
+        return frames.compose(ctx.source.blob(thumb) or b"", actions, size)
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", size, (233, 236, 239)).save(buf, "PNG")
+    return frames.compose(buf.getvalue(), actions, size)
+
+
+def serve(
+    memory: str | Path,
+    config: Config | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8050,
+    refresh_s: float = 1.0,
+) -> None:
+    """Build the app and serve it until interrupted (Flask's threaded server)."""
+    app = create_app(memory, config, refresh_s=refresh_s)
+    app.run(host=host, port=port, debug=False, dev_tools_ui=False, dev_tools_props_check=False)

@@ -1,0 +1,362 @@
+"""Page 1, the SA-KG: states with thumbnails, weighted skill edges, dashed similarity edges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash_cytoscape as cyto
+from dash import Input, Output, State, dcc, html
+from dash.exceptions import PreventUpdate
+
+from kgagent.view import details
+from kgagent.view.graphview import (
+    DEFAULT_CAP,
+    LABEL_LIMIT,
+    SIMILAR,
+    SKILL_HIGH,
+    SKILL_LOW,
+    Filters,
+    select,
+    short_id,
+    stylesheet,
+)
+
+LAYOUTS = {
+    "fcose": {
+        "name": "fcose",
+        "animate": False,
+        "quality": "proof",
+        "nodeRepulsion": 60000,
+        "idealEdgeLength": 170,
+        "nodeSeparation": 140,
+        "edgeElasticity": 0.2,
+        "gravity": 0.15,
+        "numIter": 5000,
+        "randomize": True,
+        "padding": 20,
+    },
+    "cose": {"name": "cose", "animate": False, "nodeRepulsion": 600000, "idealEdgeLength": 120},
+    "concentric": {"name": "concentric", "animate": False, "minNodeSpacing": 30},
+    "breadthfirst": {
+        "name": "breadthfirst",
+        "animate": False,
+        "directed": True,
+        "spacingFactor": 1.2,
+    },
+    "circle": {"name": "circle", "animate": False},
+    "grid": {"name": "grid", "animate": False},
+}
+
+
+def _run_options(ctx: Any) -> list[dict[str, str]]:
+    opts = [{"label": "all runs", "value": "all"}]
+    for log in ctx.logs.all():
+        h = log.header
+        label = (
+            f"R{log.index} · {h.get('env', '?')} seed {h.get('seed', '?')} · {len(log.steps)} steps"
+        )
+        opts.append({"label": label + (" (live)" if log.live else ""), "value": str(log.index)})
+    return opts
+
+
+def _cluster_options(snap: Any) -> list[dict[str, str]]:
+    opts = [{"label": "all clusters", "value": "all"}]
+    for c in sorted(snap.clusters.values(), key=lambda c: c["name"]):
+        opts.append({"label": f"{c['name']} ({len(c['skills'])} skills)", "value": c["id"]})
+    return opts
+
+
+def _state_options(snap: Any) -> list[dict[str, str]]:
+    rows = sorted(snap.states.values(), key=lambda r: (-int(r.get("visits") or 0), r["id"]))
+    return [{"label": f"{short_id(r['id'])} ×{r.get('visits', 0)}", "value": r["id"]} for r in rows]
+
+
+def layout(ctx: Any) -> html.Div:
+    snap = ctx.source.snapshot()
+    controls = html.Div(
+        [
+            html.Label(className="ctl", children="run"),
+            dcc.Dropdown(id="g-run", options=_run_options(ctx), value="all", clearable=False),
+            html.Label(className="ctl", children="cluster"),
+            dcc.Dropdown(
+                id="g-cluster", options=_cluster_options(snap), value="all", clearable=False
+            ),
+            html.Label(className="ctl", children="skill edges of weight ≥ (Eq. 1)"),
+            dcc.Slider(
+                id="g-weight",
+                min=0,
+                max=1,
+                step=0.05,
+                value=0,
+                marks={0: "0", 0.25: ".25", 0.5: ".5", 0.75: ".75", 1: "1"},
+            ),
+            html.Label(className="ctl", children="show"),
+            dcc.Checklist(
+                id="g-opts",
+                options=[
+                    {"label": " similarity edges", "value": "sim"},
+                    {"label": " edge labels", "value": "labels"},
+                    {"label": " one arrow per state pair", "value": "merge"},
+                    {"label": " hide states without edges", "value": "iso"},
+                ],
+                value=["sim", "labels", "merge"],
+                labelClassName="opt",
+            ),
+            html.Label(className="ctl", children="neighbourhood of"),
+            dcc.Dropdown(
+                id="g-focus", options=_state_options(snap), value=None, placeholder="whole graph"
+            ),
+            html.Label(className="ctl", children="hops"),
+            dcc.Slider(
+                id="g-hops", min=1, max=4, step=1, value=1, marks={i: str(i) for i in range(1, 5)}
+            ),
+            html.Label(className="ctl", children="draw at most (states)"),
+            dcc.Input(
+                id="g-cap",
+                type="number",
+                min=1,
+                max=20000,
+                step=1,
+                value=DEFAULT_CAP,
+                debounce=True,
+                style={"width": "100%"},
+            ),
+            html.Label(className="ctl", children="layout"),
+            dcc.Dropdown(
+                id="g-layout",
+                options=[{"label": k, "value": k} for k in LAYOUTS],
+                value="fcose",
+                clearable=False,
+            ),
+            html.Label(className="ctl", children="download the drawing"),
+            html.Div(
+                [
+                    html.Button("PNG", id="g-png", className="btn"),
+                    html.Button("SVG", id="g-svg", className="btn"),
+                ],
+                className="btns",
+            ),
+        ],
+        className="panel controls",
+    )
+    legend = html.Div(
+        [
+            html.Span(
+                [
+                    html.Span(className="sw", style={"borderTop": f"3px solid {SKILL_HIGH}"}),
+                    "skill edge (width, shade: Eq. 1 weight)",
+                ]
+            ),
+            html.Span(
+                [
+                    html.Span(className="sw", style={"borderTop": f"3px solid {SKILL_LOW}"}),
+                    "low weight",
+                ]
+            ),
+            html.Span(
+                [
+                    html.Span(className="sw", style={"borderTop": f"2px dashed {SIMILAR}"}),
+                    "similarity edge (cosine)",
+                ]
+            ),
+            html.Span("node: state thumbnail, ×visits"),
+        ],
+        className="legend",
+    )
+    centre = html.Div(
+        [
+            html.Div(
+                [
+                    html.Div(id="g-head", className="counts"),
+                    html.Div(id="g-notes", className="note"),
+                ],
+                className="graphhead",
+            ),
+            cyto.Cytoscape(
+                id="g-cy",
+                elements=[],
+                layout=LAYOUTS["fcose"],
+                stylesheet=stylesheet(True),
+                style={
+                    "width": "100%",
+                    "height": "calc(100vh - 190px)",
+                    "minHeight": "480px",
+                    "border": "1px solid #dee2e6",
+                    "borderRadius": "8px",
+                    "background": "#fff",
+                },
+                minZoom=0.1,
+                maxZoom=4,
+                wheelSensitivity=0.3,
+                boxSelectionEnabled=False,
+            ),
+            legend,
+        ],
+        style={"flex": "1", "minWidth": "0"},
+    )
+    return html.Div(
+        [
+            dcc.Interval(id="g-tick", interval=5000),
+            dcc.Store(id="g-sig"),
+            dcc.Store(id="g-selected"),
+            html.Div(
+                [
+                    controls,
+                    centre,
+                    html.Div(details.hint(), id="g-detail", className="panel detail"),
+                ],
+                className="row",
+            ),
+        ]
+    )
+
+
+def register(app: Any, ctx: Any) -> None:
+    @app.callback(
+        Output("g-cy", "elements"),
+        Output("g-cy", "stylesheet"),
+        Output("g-head", "children"),
+        Output("g-notes", "children"),
+        Output("g-sig", "data"),
+        Input("g-run", "value"),
+        Input("g-cluster", "value"),
+        Input("g-weight", "value"),
+        Input("g-opts", "value"),
+        Input("g-focus", "value"),
+        Input("g-hops", "value"),
+        Input("g-cap", "value"),
+        Input("g-tick", "n_intervals"),
+        State("g-sig", "data"),
+    )
+    def draw(run, cluster, weight, opts, focus, hops, cap, _tick, sig):
+        from dash import ctx as dctx
+
+        snap = ctx.source.snapshot()
+        new_sig = repr(snap.signature)
+        if dctx.triggered_id == "g-tick" and sig == new_sig:
+            raise PreventUpdate
+        opts = opts or []
+        f = Filters(
+            min_weight=float(weight or 0.0),
+            similarity="sim" in opts,
+            hide_isolated="iso" in opts,
+            merge_parallel="merge" in opts,
+            focus=focus or None,
+            hops=int(hops or 1),
+            cap=int(cap) if cap else DEFAULT_CAP,
+        )
+        if run not in (None, "all"):
+            got = ctx.logs.run_edges(int(run))
+            if got is not None:
+                f.run_edges, f.run_states = got
+        if cluster not in (None, "all") and cluster in snap.clusters:
+            f.cluster_skills = set(snap.clusters[cluster]["skills"])
+        view = select(snap, f)
+        labels = "labels" in opts and view.skill_edges <= LABEL_LIMIT
+        notes = list(view.notes)
+        if "labels" in opts and not labels:
+            notes.append(f"edge labels hidden above {LABEL_LIMIT} skill edges (click an edge)")
+        head = [
+            html.B(f"{view.states:,}", id="g-count-states"),
+            f" of {view.states_total:,} states · ",
+            html.B(f"{view.skill_edges:,}", id="g-count-skill"),
+            " skill edges · ",
+            html.B(f"{view.similar_edges:,}", id="g-count-similar"),
+            " similarity edges",
+        ]
+        return view.elements, stylesheet(labels, snap.theta_simi), head, " · ".join(notes), new_sig
+
+    @app.callback(Output("g-cy", "layout"), Input("g-layout", "value"))
+    def relayout(name: str) -> dict:
+        return LAYOUTS.get(name, LAYOUTS["fcose"])
+
+    @app.callback(
+        Output("g-cy", "generateImage"),
+        Input("g-png", "n_clicks"),
+        Input("g-svg", "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def image(_png, _svg):
+        from dash import ctx as dctx
+
+        kind = "svg" if dctx.triggered_id == "g-svg" else "png"
+        options = {"full": True, "bg": "#ffffff"}
+        if kind == "png":
+            options["scale"] = 3
+        return {"type": kind, "action": "download", "filename": "kgagent-sa-kg", "options": options}
+
+    @app.callback(
+        Output("g-detail", "children"),
+        Output("g-selected", "data"),
+        Input("g-cy", "tapNodeData"),
+        Input("g-cy", "tapEdgeData"),
+        prevent_initial_call=True,
+    )
+    def detail(node, edge):
+        from dash import ctx as dctx
+
+        snap = ctx.source.snapshot()
+        prop = dctx.triggered[0]["prop_id"] if dctx.triggered else ""
+        if prop.endswith("tapEdgeData"):
+            if edge and edge.get("skill"):
+                return _skill(ctx, snap, edge["skill"], edge), None
+            if edge:
+                return details.similar_panel(edge), None
+            raise PreventUpdate
+        if not node:
+            raise PreventUpdate
+        d = ctx.source.state_detail(node["id"])
+        if d is None:
+            return details.hint(), None
+        rec = ctx.logs.state_recording(node["id"])
+        return details.state_panel(d, snap, (f"R{rec[0].index}", rec[1]) if rec else None), node[
+            "id"
+        ]
+
+    @app.callback(
+        Output("g-focus", "value"),
+        Input("g-focus-here", "n_clicks"),
+        State("g-selected", "data"),
+        prevent_initial_call=True,
+    )
+    def focus_here(n, selected):
+        if not n or not selected:
+            raise PreventUpdate
+        return selected
+
+    @app.callback(
+        Output("g-run", "options"),
+        Output("g-cluster", "options"),
+        Output("g-focus", "options"),
+        Input("g-sig", "data"),
+        prevent_initial_call=True,
+    )
+    def options(_sig):
+        snap = ctx.source.snapshot()
+        return _run_options(ctx), _cluster_options(snap), _state_options(snap)
+
+
+def _skill(ctx: Any, snap: Any, skill_id: str, edge: dict[str, Any]) -> html.Div:
+    k = snap.skills.get(skill_id)
+    ids = []
+    for op in (k or {}).get("operations", []):
+        ids += [op[key] for key in ("object_id", "object_id2") if op.get(key)]
+
+    def crops(mem: Any) -> dict[str, str]:
+        out = {}
+        for oid in ids:
+            try:
+                out[oid] = mem.get_object(oid).crop_blob
+            except Exception:  # an object removed since: no crop
+                continue
+        return out
+
+    try:
+        found = ctx.source.read(crops) if ids else {}
+    except Exception:  # the panel still shows the skill without crops
+        found = {}
+    panel = details.skill_panel(skill_id, snap, ctx.logs.skill_origins().get(skill_id), found)
+    shared = edge.get("skills") or []
+    if len(shared) > 1:
+        return html.Div([details.pair_panel(edge, snap), panel])
+    return panel

@@ -1,0 +1,93 @@
+"""The grid's statistics on numbers worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kgagent.bench import stats
+
+
+def test_mean_sd_se_by_hand() -> None:
+    m, sd, se = stats.mean_sd_se([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0])
+    assert m == 5.0
+    assert sd == pytest.approx(math.sqrt(32 / 7))  # squared deviations sum to 32
+    assert se == pytest.approx(math.sqrt(32 / 7) / math.sqrt(8))
+    assert stats.mean_sd_se([3.0]) == (3.0, None, None)
+
+
+def test_paired_t_by_hand() -> None:
+    # differences 2, 3, 4: mean 3, sd 1, SE 1/sqrt(3), t = 3 sqrt(3), df 2
+    p = stats.paired_t([3.0, 5.0, 7.0], [1.0, 2.0, 3.0])
+    assert (p.n, p.df, p.up, p.even, p.down) == (3, 2, 3, 0, 0)
+    assert p.mean == 3.0
+    assert p.se == pytest.approx(1 / math.sqrt(3))
+    assert p.t == pytest.approx(3 * math.sqrt(3))
+    # Student's t with 2 df: P(|T| >= t) = 1 - t / sqrt(2 + t^2)
+    assert p.p == pytest.approx(1 - p.t / math.sqrt(2 + p.t**2), rel=1e-9)
+    assert "t = 5.20" in p.text() and "3 up, 0 even, 0 down" in p.text()
+
+
+def test_paired_t_edge_cases() -> None:
+    even = stats.paired_t([1.0, 2.0], [1.0, 2.0])
+    assert even.t is None and even.p is None and even.even == 2
+    steady = stats.paired_t([2.0, 3.0], [1.0, 2.0])  # always +1: no spread, infinite t
+    assert steady.t == math.inf and steady.p == 0.0
+    one = stats.paired_t([5.0], [3.0])
+    assert one.mean == 2.0 and one.se is None and one.t is None
+    with pytest.raises(ValueError):
+        stats.paired_t([1.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    ("t", "df", "p"),
+    [
+        (1.0, 1, 0.5),  # Cauchy: P(|T| >= 1) = 1/2
+        (2.0, 2, 1 - 2 / math.sqrt(6)),  # closed form for 2 df
+        (0.0, 7, 1.0),
+        (-2.0, 2, 1 - 2 / math.sqrt(6)),  # two-sided
+    ],
+)
+def test_t_distribution_closed_forms(t: float, df: int, p: float) -> None:
+    assert stats.t_two_sided(t, df) == pytest.approx(p, abs=1e-12)
+
+
+def test_t_table_value() -> None:
+    # the textbook two-sided 5 % critical value for 9 df is 2.262
+    assert stats.t_two_sided(2.262, 9) == pytest.approx(0.05, abs=2e-4)
+
+
+def test_iqm_trims_a_quarter_from_each_end() -> None:
+    assert stats.iqm(list(range(1, 11))) == 5.5  # 10 runs: drop 2 and 2, mean of 3..8
+    assert stats.iqm([0, 0, 1, 2, 3, 100, 4, 5]) == 2.5  # 8 runs: mean of 1, 2, 3, 4
+    assert stats.iqm([1.0, 2.0, 9.0]) == 4.0  # fewer than 4: the mean
+    assert stats.iqm([7.0]) == 7.0
+
+
+def test_bootstrap_ci_fixed_seed() -> None:
+    values = [0.0, 1.0, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0]
+    a = stats.bootstrap_ci(values, reps=500, seed=3)
+    assert a == stats.bootstrap_ci(values, reps=500, seed=3)  # reproducible
+    assert a[0] <= stats.iqm(values) <= a[1]
+    # the percentile interval of resampled IQMs, recomputed by hand from the same draws
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    idx = rng.integers(0, 8, size=(500, 8))
+    iqms = sorted(stats.iqm([values[i] for i in row]) for row in idx)
+    lo, hi = np.quantile(iqms, [0.025, 0.975])
+    assert a == pytest.approx((lo, hi))
+
+
+def test_bootstrap_ci_degenerate_and_two_points() -> None:
+    assert stats.bootstrap_ci([3.0, 3.0, 3.0]) == (3.0, 3.0)
+    # two runs 0 and 1: a resample's mean is 0 (p 1/4), 0.5 (1/2) or 1 (1/4), so the
+    # middle 80 % runs from 0 to 1
+    assert stats.bootstrap_ci([0.0, 1.0], confidence=0.8) == (0.0, 1.0)
+
+
+def test_summarise_collects_everything() -> None:
+    s = stats.summarise([1.0, 2.0, 3.0, 4.0], reps=200)
+    assert (s.n, s.mean, s.iqm, s.median, s.min, s.max) == (4, 2.5, 2.5, 2.5, 1.0, 4.0)
+    assert s.iqm_lo <= s.iqm <= s.iqm_hi

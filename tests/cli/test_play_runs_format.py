@@ -1,0 +1,92 @@
+"""`kgagent play` and `kgagent runs show` print their run summary as a table or as JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from kgagent.cli.main import cli
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), prog_name="kgagent")
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory) -> tuple[Path, dict]:
+    """A 4-step card game run printed as JSON."""
+    mem = tmp_path_factory.mktemp("play") / "memory"
+    res = run(
+        "play",
+        "--env",
+        "cardgame",
+        "--steps",
+        "4",
+        "--seed",
+        "2",
+        "--quiet",
+        "--memory",
+        str(mem),
+        "--set",
+        "perception.encoder=pixel",
+        "--set",
+        "perception.segmenter=opencv",
+        "--format",
+        "json",
+    )
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)  # stdout is pure JSON; notes and progress go to stderr
+    assert isinstance(rows, list) and len(rows) == 1
+    return mem, rows[0]
+
+
+def test_play_prints_its_summary_as_json(played) -> None:
+    mem, s = played
+    assert (s["env"], s["seed"], s["ablation"], s["steps"]) == ("cardgame", 2, "full", 4)
+    assert s["stopped"] == "steps"
+    assert s["executions"] == sum(n for n, _, _ in s["executions_by_path"].values())
+    assert sum(s["paths"].values()) == 4
+    assert Path(s["log_path"]).parent == mem / "runs"
+    assert s["memory_path"] == str(mem)
+
+
+def test_runs_show_json_matches_what_play_printed(played) -> None:
+    mem, s = played
+    log = Path(s["log_path"])
+    by_path = run("runs", "show", str(log), "--format", "json")
+    assert by_path.exit_code == 0, by_path.output
+    shown = json.loads(by_path.stdout)
+    assert len(shown) == 1
+    for key in ("env", "seed", "steps", "executions", "valid_executions", "err", "paths"):
+        assert shown[0][key] == s[key], key
+    # the same log named by its file name in the memory's runs folder
+    by_name = run("runs", "show", log.name, "--memory", str(mem), "--format", "json")
+    assert by_name.exit_code == 0, by_name.output
+    assert json.loads(by_name.stdout) == shown
+
+
+def test_table_stays_the_default_and_jsonl_is_one_line(played) -> None:
+    _, s = played
+    table = run("runs", "show", s["log_path"])
+    assert table.exit_code == 0
+    lines = table.stdout.splitlines()
+    assert lines[0].split()[:2] == ["environment", "cardgame"]
+    assert any(line.startswith("ERR") for line in lines)
+    jsonl = run("runs", "show", s["log_path"], "--format", "jsonl")
+    assert jsonl.exit_code == 0
+    assert len(jsonl.stdout.splitlines()) == 1 and json.loads(jsonl.stdout)["steps"] == 4
+
+
+def test_runs_show_rebuilds_a_killed_runs_summary_as_json(played, tmp_path: Path) -> None:
+    _, s = played
+    lines = Path(s["log_path"]).read_text().splitlines()
+    assert json.loads(lines[-1])["type"] == "summary"
+    killed = tmp_path / "killed.jsonl"
+    killed.write_text("\n".join(lines[:-1]) + "\n")  # no summary line
+    res = run("runs", "show", str(killed), "--format", "json")
+    assert res.exit_code == 0, res.output
+    rebuilt = json.loads(res.stdout)[0]
+    assert rebuilt["stopped"] == "incomplete" and rebuilt["steps"] == 4
+    assert rebuilt["executions_by_path"] == s["executions_by_path"]

@@ -1,0 +1,32 @@
+"""A stand-in for `kgagent play --launch` in the signal tests.
+
+Usage: python launch_driver.py CMD LOG
+
+It launches CMD on a private Xvfb (no DISPLAY), prints one JSON line with the PIDs of
+the program and of the Xvfb, then presses keys until it is stopped, closing the
+environment in ``finally`` as the runner does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ.pop("DISPLAY", None)
+
+from kgagent.actions import Action  # noqa: E402
+from kgagent.config import DesktopConfig  # noqa: E402
+from kgagent.envs.desktop import DesktopEnv, DesktopOptions  # noqa: E402
+
+env = DesktopEnv(
+    DesktopConfig(settle_timeout_s=0.2, action_pause_s=0.0),
+    options=DesktopOptions(launch=sys.argv[1], program_log=sys.argv[2]),
+)
+try:
+    assert env._xserver is not None and env.program is not None
+    print(json.dumps({"program": env.program.pid, "xvfb": env._xserver.proc.pid}), flush=True)
+    while True:
+        env.step(Action("key", key="x"))
+finally:
+    env.close()

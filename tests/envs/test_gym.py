@@ -1,0 +1,163 @@
+"""The gym:ID adapter: Crafter and the ALE as pixel programs driven by their own key maps."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgagent.actions import Action
+from kgagent.errors import ActionRefused, EnvironmentError_
+
+crafter = pytest.importorskip("crafter", reason="the games extra is not installed")
+
+
+def _gui_keymap() -> dict[str, str]:
+    """The key map in crafter's own run_gui.py, read from its source."""
+    src = (Path(crafter.__file__).parent / "run_gui.py").read_text()
+    block = src[src.index("keymap = {") : src.index("}", src.index("keymap = {"))]
+    return {k.lower(): a for k, a in re.findall(r"pygame\.K_(\w+): '(\w+)'", block)}
+
+
+@pytest.fixture(scope="module")
+def env():
+    from kgagent.envs.gym import GymEnv
+
+    e = GymEnv("crafter", seed=3)
+    yield e
+    e.close()
+
+
+def test_crafter_keys_are_its_own_windows_keys(env) -> None:
+    gui = _gui_keymap()
+    assert len(gui) == 16
+    km = env.key_map
+    assert km.pop("escape").startswith("quit")
+    assert km == gui
+    assert env.size == (600, 600) and env.observe().shape == (600, 600, 3)
+
+
+def test_each_key_steps_crafter_with_its_action(env) -> None:
+    env.reset(seed=3)
+    sent: list[int] = []
+    inner = env._backend.env
+    real = inner.step
+    inner.step = lambda i: sent.append(i) or real(i)
+    try:
+        for key, _name in _gui_keymap().items():
+            env.step(Action("key", key=key))
+    finally:
+        inner.step = real
+    assert [env.action_names[i] for i in sent] == list(_gui_keymap().values())
+
+
+def test_clicks_and_unmapped_keys_do_not_step(env) -> None:
+    env.reset(seed=3)
+    before = env.observe().copy()
+    for a in (
+        Action("click", x=300, y=300),
+        Action("key", key="enter"),
+        Action("hotkey", key="ctrl+w"),
+    ):
+        obs, reward, term, trunc, info = env.step(a)
+        assert info["stepped"] is False and (reward, term, trunc) == (0.0, False, False)
+        assert np.array_equal(obs, before)
+    assert env.ground_truth().extra["env_steps"] == 0
+    with pytest.raises(ActionRefused):
+        env.step(Action("click", x=600, y=10))
+    # typing presses the characters in turn: w, a and d are mapped, x is not
+    env.step(Action("type", text="wxad"))
+    assert env.ground_truth().extra["env_steps"] == 3
+
+
+def test_escape_ends_the_episode_like_the_gui(env) -> None:
+    env.reset(seed=3)
+    env.step(Action("key", key="w"))
+    *_, term, trunc, _info = env.step(Action("key", key="esc"))
+    assert (term, trunc) == (False, True)
+    assert env.end_info()["ended_by"] == "quit key"
+
+
+def _play(seed: int, keys: list[str]) -> tuple[list[np.ndarray], dict]:
+    from kgagent.envs.gym import GymEnv
+
+    e = GymEnv("crafter", seed=seed)
+    frames = [e.observe().copy()]
+    for k in keys:
+        frames.append(e.step(Action("key", key=k))[0].copy())
+    gt = e.ground_truth()
+    e.close()
+    return frames, {"score": gt.score, "extra": gt.extra, "alive": gt.alive}
+
+
+def test_crafter_is_deterministic_under_a_seed() -> None:
+    rng = np.random.default_rng(0)
+    keys = [str(k) for k in rng.choice(list(_gui_keymap()), size=20)]
+    a, truth_a = _play(5, keys)
+    b, truth_b = _play(5, keys)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b)) and truth_a == truth_b
+    c, _ = _play(6, keys)
+    assert not np.array_equal(a[0], c[0])  # another seed, another world
+
+
+def test_ground_truth_reads_crafter_achievements(env) -> None:
+    env.reset(seed=3)
+    rng = np.random.default_rng(1)
+    keys = list(_gui_keymap())
+    total = 0.0
+    for _ in range(100):
+        _obs, r, term, trunc, _info = env.step(Action("key", key=str(rng.choice(keys))))
+        total += r
+        if term or trunc:
+            break
+    gt = env.ground_truth()
+    player = env._backend.env._player
+    unlocked = sorted(k for k, v in player.achievements.items() if v > 0)
+    assert unlocked and gt.extra["achievements"] == unlocked and gt.progression == len(unlocked)
+    assert gt.score == pytest.approx(total) and gt.alive == (player.health > 0)
+    assert env.end_info()["achievements"] == unlocked
+
+
+def test_ale_uses_its_get_keys_to_action() -> None:
+    pytest.importorskip("ale_py")
+    from kgagent.envs.gym import GymEnv
+
+    e = GymEnv("ALE/Breakout-v5", seed=0)
+    try:
+        assert e.key_map == {"e": "NOOP", "space": "FIRE", "d": "RIGHT", "a": "LEFT"}
+        w, h = e.size
+        assert (w, h) == (480, 630)  # 160x210 scaled x3, nearest neighbour
+        frame = e.observe()
+        assert np.array_equal(frame[::3, ::3], frame[1::3, 1::3])
+        assert e.step(Action("key", key="space"))[4]["stepped"] is True
+        assert e.step(Action("key", key="w"))[4]["stepped"] is False
+    finally:
+        e.close()
+
+
+def test_an_env_without_a_key_map_gets_digits() -> None:
+    from kgagent.envs.gym import GymEnv
+
+    e = GymEnv("CartPole-v1", seed=0)
+    try:
+        assert e.key_map == {"0": "0", "1": "1"}
+        assert e.step(Action("key", key="1"))[4]["stepped"] is True
+        assert e.step(Action("key", key="2"))[4]["stepped"] is False
+    finally:
+        e.close()
+
+
+def test_registry_builds_gym_envs_and_names_unknown_ones() -> None:
+    from kgagent.config import Config
+    from kgagent.envs.registry import is_env_name, make_env
+
+    cfg = Config()
+    cfg.run.seed = 2
+    e = make_env("gym:crafter", cfg)
+    assert e.restarts and e.name == "gym:crafter" and e.size == (600, 600)
+    e.close()
+    assert is_env_name("gym:crafter") and not is_env_name("gym:") and not is_env_name("nosuch")
+    with pytest.raises(EnvironmentError_, match="unknown Gymnasium environment"):
+        make_env("gym:NoSuchGame-v9", cfg)

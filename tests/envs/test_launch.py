@@ -1,0 +1,333 @@
+"""Launched programs and SDL windows on a real Xvfb: binding, restarts, start-up deaths,
+signals, and the keys a desktop agent must not send."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kgagent.actions import Action
+from kgagent.config import DesktopConfig
+from kgagent.errors import ActionRefused, EnvironmentError_
+
+pytestmark = pytest.mark.desktop
+HERE = Path(__file__).parent
+SDL_APP = HERE / "pygame_app.py"
+TK_APP = HERE / "desktop_app.py"
+DRIVER = HERE / "launch_driver.py"
+FAST = DesktopConfig(settle_timeout_s=0.5, action_pause_s=0.0)
+needs_xvfb = pytest.mark.skipif(shutil.which("Xvfb") is None, reason="Xvfb is not installed")
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or only a zombie left for init to reap."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def _wait(pred, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _sdl(title: str, *extra: str) -> str:
+    return " ".join([sys.executable, str(SDL_APP), title, *extra])
+
+
+def _opts(launch: str, log: Path, **kw):
+    from kgagent.envs.desktop import DesktopOptions
+
+    return DesktopOptions(launch=launch, program_log=str(log), launch_timeout_s=15.0, **kw)
+
+
+@pytest.fixture
+def sdl_window(xvfb: str, tmp_path: Path):
+    """A pygame window on the bare Xvfb (no window manager), started by the test."""
+    from kgagent.envs.xwindows import XWindows
+
+    title = f"kg-sdl-{tmp_path.name}"
+    out = tmp_path / "keys.txt"
+    proc = subprocess.Popen([sys.executable, str(SDL_APP), title, "--out", str(out)])
+    x = XWindows(xvfb)
+    try:
+        assert _wait(lambda: x.find(title) is not None), "the SDL window did not appear"
+        yield proc, title, out
+    finally:
+        x.close()
+        proc.kill()
+        proc.wait()
+
+
+def test_sdl_window_is_bound_by_title_class_or_pid_without_a_window_manager(sdl_window) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    proc, title, out = sdl_window
+    for query in (title, f"pid:{proc.pid}", f"title:{title.upper()}"):
+        env = DesktopEnv(DesktopConfig(window=query, settle_timeout_s=0.5, action_pause_s=0.0))
+        assert env.size == (320, 240), query
+        env.close()
+    env = DesktopEnv(DesktopConfig(window=title, settle_timeout_s=0.5, action_pause_s=0.0))
+    before = env.observe()
+    after = env.step(Action("key", key="x"))[0]
+    assert _wait(lambda: out.exists() and out.read_text().split() == ["x"], 3)
+    assert not np.array_equal(before, after)  # the window's colour follows the key
+    with pytest.raises(ActionRefused):
+        env.step(Action("click", x=320, y=10))
+    env.close()
+
+
+def test_not_found_lists_the_sdl_window(sdl_window) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    _proc, title, _out = sdl_window
+    with pytest.raises(EnvironmentError_) as e:
+        DesktopEnv(DesktopConfig(window="no-such-window-zz9"))
+    assert "no-such-window-zz9" in str(e.value) and title in str(e.value)
+
+
+def test_launched_program_that_exits_ends_the_episode_and_is_started_again(
+    xvfb: str, tmp_path: Path
+) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+    from kgagent.envs.launch import live_groups
+
+    log = tmp_path / "program.log"
+    title = f"kg-exit-{tmp_path.name}"
+    env = DesktopEnv(FAST, options=_opts(_sdl(title, "--exit-after", "2"), log))
+    try:
+        assert env.restarts is True and env.size == (320, 240)
+        first = env.program.pid
+        env.reset(seed=0)
+        assert env.program.pid == first  # just launched: reset does not start it again
+        assert env.step(Action("key", key="a"))[2] is False
+        *_, terminated, _trunc, info = env.step(Action("key", key="b"))
+        if not terminated:  # the window may outlive the key by a frame
+            *_, terminated, _trunc, info = env.step(Action("key", key="c"))
+        assert terminated and info["exit_code"] == 7
+        end = env.end_info()
+        assert end["exit_code"] == 7 and end["program_log"] == str(log)
+        assert "2 inputs, exiting" in log.read_text()
+        obs, _ = env.reset(seed=1)
+        assert env.program.pid != first and env.program.running and _gone(first)
+        assert obs.shape == (240, 320, 3)
+        assert env.step(Action("key", key="a"))[2] is False
+        assert env.end_info()["program_starts"] == 2
+    finally:
+        env.close()
+    assert _gone(env.program.pid) and not live_groups()
+
+
+def test_program_dying_at_start_up_is_one_clear_error(xvfb: str, tmp_path: Path) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+    from kgagent.envs.launch import live_groups
+
+    log = tmp_path / "program.log"
+    with pytest.raises(EnvironmentError_) as e:
+        DesktopEnv(FAST, options=_opts(_sdl("x", "--die", "3"), log, start_failures=2))
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert "exited with code 3 at start-up 2 times in a row" in msg
+    assert str(log) in msg and "cannot open the game data" in msg
+    assert log.read_text().count("--- kgagent: start") == 2
+    assert not live_groups()
+
+
+def test_no_display_starts_a_private_xvfb_and_close_stops_everything(
+    xvfb: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    monkeypatch.delenv("DISPLAY")
+    env = DesktopEnv(FAST, options=_opts(_sdl("kg-private"), tmp_path / "p.log"))
+    try:
+        assert env.display != xvfb and "DISPLAY" not in os.environ
+        pids = (env.program.pid, env._xserver.proc.pid)
+        assert not any(_gone(p) for p in pids)
+        assert env.step(Action("key", key="x"))[2] is False
+    finally:
+        env.close()
+    assert all(_gone(p) for p in pids)
+    assert "DISPLAY" not in os.environ
+
+
+@needs_xvfb
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_stopping_kgagent_leaves_no_process_behind(tmp_path: Path, sig: int) -> None:
+    """Ctrl-C and SIGTERM run close(); even SIGKILL takes the program and the Xvfb along."""
+    log = tmp_path / "program.log"
+    env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    driver = subprocess.Popen(
+        [sys.executable, str(DRIVER), _sdl("kg-signal"), str(log)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=HERE.parent.parent,
+    )
+    try:
+        line = driver.stdout.readline()
+        assert line, "the driver did not start the program"
+        pids = json.loads(line)
+        assert not _gone(pids["program"]) and not _gone(pids["xvfb"])
+        time.sleep(0.3)  # in the middle of its key presses
+        driver.send_signal(sig)
+        driver.wait(15)
+        assert _wait(lambda: _gone(pids["program"]) and _gone(pids["xvfb"]), 10), pids
+    finally:
+        driver.kill()
+        driver.wait()
+
+
+def test_keys_that_close_or_log_out_are_refused(xvfb: str, tmp_path: Path) -> None:
+    from kgagent.envs.desktop import DesktopEnv, DesktopOptions
+
+    counts = tmp_path / "counts.json"
+    title = f"kgkeys-{tmp_path.name}"
+    proc = subprocess.Popen([sys.executable, str(TK_APP), str(counts), title])
+    try:
+        from kgagent.envs.xwindows import XWindows
+
+        x = XWindows(xvfb)
+        assert _wait(lambda: counts.exists() and x.find(title) is not None)
+        x.close()
+        cfg = DesktopConfig(window=title, settle_timeout_s=0.5, action_pause_s=0.0)
+        env = DesktopEnv(cfg)
+        for a in (
+            Action("hotkey", key="alt+f4"),
+            Action("hotkey", key="ctrl+q"),
+            Action("hotkey", key="ctrlright+w"),
+            Action("hotkey", key="ctrl+alt+backspace"),
+            Action("hotkey", key="ctrl+shift+q"),
+            Action("key", key="winleft"),
+            Action("key", key="ctrl+w"),
+        ):
+            with pytest.raises(ActionRefused, match="allow_closing_keys"):
+                env.step(a)
+        env.step(Action("key", key="x"))
+        assert _wait(lambda: json.loads(counts.read_text())["keys"] == {"x": 1}, 3)
+        assert proc.poll() is None
+        env.close()
+        # allowed by config: the combination is sent (the test app ignores ctrl+q)
+        allowed = DesktopEnv(cfg, options=DesktopOptions(allow_closing_keys=True))
+        allowed.step(Action("hotkey", key="ctrl+q"))
+        assert _wait(lambda: json.loads(counts.read_text())["keys"].get("q") == 1, 3)
+        allowed.close()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_point_on_a_fail_safe_corner_is_refused(xvfb: str) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    env = DesktopEnv(DesktopConfig(region=(0, 0, 200, 100), settle_timeout_s=0.2))
+    with pytest.raises(ActionRefused, match="fail-safe"):
+        env.step(Action("click", x=0, y=0))
+    env.step(Action("click", x=5, y=5))  # anywhere else is fine
+    env.close()
+
+
+def test_the_runner_restarts_a_launched_program_and_logs_its_exits(
+    xvfb: str, tmp_path: Path
+) -> None:
+    """The harness contract: an exit ends the episode (the step log says so, with the exit
+    code), the next episode starts the program again, and the run stops it at the end."""
+    from kgagent.agent.runner import Runner
+    from kgagent.config import Config
+    from kgagent.envs.desktop import DesktopEnv
+
+    cfg = Config.load(
+        None,
+        [
+            "run.env=desktop",
+            "run.ablation=random",
+            "desktop.noise_probe_s=0",
+            "desktop.settle_timeout_s=0.5",
+            "desktop.action_pause_s=0",
+            "perception.encoder=pixel",
+            "perception.segmenter=opencv",
+            "brain.kind=offline",
+        ],
+    )
+    log = tmp_path / "program.log"
+    env = DesktopEnv(cfg.desktop, options=_opts(_sdl("kg-runner", "--exit-after", "2"), log))
+    runner = Runner(cfg, memory_path=tmp_path / "mem", env=env, progress=False, log=lambda m: None)
+    summary = runner.run(7)
+    lines = [json.loads(s) for s in Path(summary.log_path).read_text().splitlines()]
+    ends = [r for r in lines if r["type"] == "episode"]
+    assert summary.episodes >= 2 and len(ends) >= 1
+    assert all(e.get("exit_code") == 7 and e.get("program_log") == str(log) for e in ends)
+    assert log.read_text().count("--- kgagent: start") == summary.episodes
+    assert not env.program.running
+
+
+def test_a_command_that_does_not_exist_is_one_clear_error(xvfb: str, tmp_path: Path) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+    from kgagent.envs.launch import live_groups
+
+    with pytest.raises(EnvironmentError_, match="no-such-program-zz9 not found"):
+        DesktopEnv(FAST, options=_opts("no-such-program-zz9 --flag", tmp_path / "p.log"))
+    assert not live_groups()
+
+
+@needs_xvfb
+@pytest.mark.skipif(shutil.which("evilwm") is None, reason="evilwm is not installed")
+def test_a_launched_window_under_a_window_manager_is_its_client_not_the_frame(
+    tmp_path: Path,
+) -> None:
+    """A reparenting window manager puts a frame around the program's window: the target
+    is the program's own window inside it, found through the frame."""
+    from kgagent.envs.desktop import DesktopEnv
+    from kgagent.envs.launch import PrivateX
+    from kgagent.envs.xwindows import XWindows
+
+    x = PrivateX((800, 600))
+    wm = subprocess.Popen(
+        ["evilwm", "-fn", "fixed"],
+        env=dict(os.environ, DISPLAY=x.display),
+        stderr=subprocess.DEVNULL,
+    )
+    out = tmp_path / "keys.txt"
+    try:
+        env = DesktopEnv(
+            FAST,
+            display=x.display,
+            options=_opts(_sdl("kg-framed", "--out", str(out)), tmp_path / "p.log"),
+        )
+        try:
+            xw = XWindows(x.display)
+            tops = {c.id: c.get_geometry() for c in xw.root.query_tree().children}
+            xw.close()
+            assert env._wid not in tops  # reparented: the root's child is the frame
+            assert env.size == (320, 240)
+            bx, by, bw, bh = env.target_box
+            assert any(
+                f.x <= bx
+                and f.y <= by
+                and f.x + f.width + 2 * f.border_width >= bx + bw
+                and (f.x, f.y) != (bx, by)
+                for f in tops.values()
+            ), "the target is not the window inside a frame"
+            env.step(Action("key", key="k"))
+            assert _wait(lambda: out.exists() and out.read_text().split() == ["k"], 3)
+        finally:
+            env.close()
+    finally:
+        wm.kill()
+        wm.wait()
+        x.stop()

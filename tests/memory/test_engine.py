@@ -1,0 +1,90 @@
+"""The engine adapter: transactions, and errors worded where they are raised."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kgagent.config import Config
+from kgagent.errors import MemoryStoreError, QueryError
+from kgagent.memory import Memory
+from kgagent.memory.engine import GraphDB, engine_name
+
+COUNT = "MATCH (n:Note) RETURN count(*) AS n"
+
+
+@pytest.fixture
+def db(tmp_path: Path):
+    g = GraphDB(tmp_path / "graph.db", engine_name(Config().memory.engine))
+    g.execute("CREATE NODE TABLE Note(id STRING, PRIMARY KEY(id))")
+    yield g
+    g.close()
+
+
+def test_transaction_commits_at_the_end_and_rolls_back_on_error(db: GraphDB) -> None:
+    with db.transaction():
+        db.execute("CREATE (:Note {id: 'kept'})")
+    with pytest.raises(ValueError, match="boom"):
+        with db.transaction():
+            db.execute("CREATE (:Note {id: 'dropped'})")
+            assert db.execute(COUNT) == [{"n": 2}]  # visible inside the transaction
+            raise ValueError("boom")
+    assert db.execute("MATCH (n:Note) RETURN n.id AS id") == [{"id": "kept"}]
+    with db.transaction(read_only=True):
+        assert db.execute(COUNT) == [{"n": 1}]
+
+
+def test_query_errors_are_one_line(db: GraphDB) -> None:
+    with pytest.raises(QueryError) as info:
+        db.execute("MATCH (n:Nope) RETURN n")
+    assert "Nope" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_an_unbound_parameter_is_refused_not_read_as_null(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "memory", Config()) as m:
+        q = "MATCH (s:State {id: $state}) RETURN s.id AS id"
+        with pytest.raises(QueryError, match=r"uses parameter\(s\) \$state; bind them"):
+            m.cypher(q)
+        assert m.cypher(q, {"state": "s-none"}) == []
+        # '$x' inside a string is text, not a parameter.
+        assert m.cypher("RETURN '$x' AS t") == [{"t": "$x"}]
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    from kgagent.config import Config
+    from kgagent.memory import Memory
+    m = Memory.open(sys.argv[1], Config())
+    print("ready", flush=True)
+    sys.stdin.readline()
+    m.close()
+    """
+)
+
+
+def test_a_memory_held_by_another_process_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    path = tmp_path / "memory"
+    Memory.open(path, Config()).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready", holder.stderr.read()
+        with pytest.raises(MemoryStoreError) as info:
+            Memory.open(path, Config())  # read-write: both engines lock the file
+        msg = str(info.value)
+        # The writer's lock (kgagent/memory/lock.py) refuses it before either engine is asked.
+        assert "\n" not in msg and "in use by another process" in msg
+        assert f"(pid {holder.pid})" in msg and msg.endswith("and try again")
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert holder.returncode == 0

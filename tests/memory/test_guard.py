@@ -1,0 +1,156 @@
+"""The query guard: a tokenizer that reads Cypher as the engines do, and what it refuses.
+
+The differential tests ask the engine itself: where the tokenizer says "this is a
+whole comment / string", the engine must parse it as one, and where it says "this
+is code", the engine must not read a comment or string there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgagent.config import Config
+from kgagent.errors import QueryError
+from kgagent.memory import queries
+from kgagent.memory.cypher_lexer import significant, tokens
+from kgagent.memory.engine import GraphDB, engine_name
+from kgagent.memory.guard import classify, params_of
+
+
+def kinds(text: str) -> list[tuple[str, str]]:
+    return [(t.kind, t.text) for t in significant(text)]
+
+
+def test_comments_strings_and_names_follow_the_engine_rules() -> None:
+    assert kinds("/* ' */ COPY") == [("word", "COPY")]
+    assert kinds("// it's\nCOPY") == [("word", "COPY")]
+    assert kinds("'a\\'b' x") == [("string", "'a\\'b'"), ("word", "x")]
+    assert kinds('"a\\"b" x') == [("string", '"a\\"b"'), ("word", "x")]
+    assert kinds("`a``b` x") == [("name", "`a``b`"), ("word", "x")]
+    assert significant("`a``b`")[0].value == "a`b"
+    # Not a whole comment for the engine either: '*' then '*' is a pair, '/' follows.
+    assert [t.kind for t in tokens("/* a **/")][:2] == ["op", "op"]
+    # A lone carriage return does not end a line comment: read on as code.
+    assert ("word", "COPY") in kinds("// x\rCOPY")
+    # An invalid escape makes the literal invalid: its inside is read as code.
+    assert ("word", "COPY") in kinds("'\\q COPY'")
+    # Words: currency symbols continue one ('a$b'), '$' starts a parameter.
+    assert kinds("a$b $p $`q` $1") == [
+        ("word", "a$b"),
+        ("param", "$p"),
+        ("param", "$`q`"),
+        ("param", "$1"),
+    ]
+    assert kinds("1COPY") == [("number", "1"), ("word", "COPY")]
+
+
+@pytest.mark.parametrize(
+    "text, writes, files",
+    [
+        ("MATCH (s:State) RETURN s.id", None, None),
+        ("MATCH (s:State) SET s.visits = 1", "SET", None),
+        ("MATCH (s) DETACH DELETE s", "DETACH DELETE", None),
+        ("COPY (MATCH (s) RETURN s) TO 'f.csv'", None, "COPY"),
+        ("COPY State FROM 'f.csv'", "COPY", "COPY"),
+        ("COPY State FROM $rows", "COPY", "COPY"),
+        ("LOAD FROM 'f' RETURN *", None, "LOAD"),
+        ("load extension 'x.so'", None, "LOAD"),
+        ("CALL threads = 2", None, "CALL threads = … (a setting)"),
+        ("CALL `file_search_path`='/'", None, "CALL file_search_path = … (a setting)"),
+        ("CALL read_parquet('x') RETURN *", None, "CALL read_parquet"),
+        ("CALL show_tables() RETURN *", None, None),
+        ("CALL create_fts_index('S', 'i', ['id'])", "CALL create_fts_index", None),
+        ("CHECKPOINT", "CHECKPOINT", "CHECKPOINT"),
+        ("DETACH db", None, "DETACH"),
+        ("RETURN s.load, n.copy", None, None),
+        ("RETURN 'COPY' AS x // LOAD", None, None),
+        ("BEGIN TRANSACTION", "BEGIN", None),
+    ],
+)
+def test_classify(text: str, writes: str | None, files: str | None) -> None:
+    v = classify(text)
+    assert (v.writes, v.files) == (writes, files)
+
+
+def test_params_skip_strings_comments_and_names() -> None:
+    assert params_of("RETURN $a, '$b', /* $c */ a$d, $`e f`, $a") == ["a", "e f"]
+
+
+def test_every_named_query_is_classified_as_before() -> None:
+    """The memory's own queries: reads stay reads; only the bulk loads reach 'files'."""
+    for q in queries.load_all().values():
+        v = classify(q.text)
+        if q.name.startswith("archive_load_"):
+            assert v.files == "COPY"
+        else:
+            assert v.files is None, q.name
+
+
+@pytest.fixture(scope="module")
+def engine_db(tmp_path_factory) -> GraphDB:
+    db = GraphDB(tmp_path_factory.mktemp("guard") / "graph.db", engine_name(Config().memory.engine))
+    yield db
+    db.close()
+
+
+def parses(db: GraphDB, query: str) -> bool:
+    try:
+        db.execute(query)
+        return True
+    except QueryError:
+        return False
+
+
+FRAGMENTS = [
+    "/* ' */",
+    "/* a **/",
+    "/***/",
+    "/* a * / b */",
+    "/**/",
+    "// x\n",
+    "// x\r\n",
+    "// x\r",
+    "'a\\'b'",
+    "'a''b'",
+    "'\\q'",
+    "'\\x41'",
+    "'\\u0041'",
+    "'\\U00000041'",
+    '"a\\"b"',
+    '"it\'s"',
+    "'\\\\'",
+    "'a\nb'",
+]
+
+
+@pytest.mark.parametrize("frag", FRAGMENTS)
+def test_the_engine_agrees_with_the_tokenizer(engine_db: GraphDB, frag: str) -> None:
+    """In context: where the engine parses the fragment as one comment (or one
+    string), so does the tokenizer; where the tokenizer reads code, the engine
+    refuses the query. (The converse may differ by engine version: Kùzu 0.11 does
+    not take ``\\x41``, so there the literal fails to parse as a whole.)"""
+    as_comment = f"RETURN 1 {frag} AS x"
+    hidden = [t.text for t in significant(as_comment)] == ["RETURN", "1", "AS", "x"]
+    if parses(engine_db, as_comment):
+        assert hidden, frag
+    as_string = f"RETURN {frag} AS x"
+    one_string = [t.kind for t in significant(as_string)] == ["word", "string", "word", "word"]
+    if not hidden and parses(engine_db, as_string):
+        assert one_string, frag
+
+
+def test_keyword_behind_fragment_is_seen_when_the_engine_would_run_it(tmp_path: Path) -> None:
+    """For every fragment, a statement after it is found by the guard unless the
+    fragment swallows it for the engine too (checked by running it on a scratch db)."""
+    db = GraphDB(tmp_path / "graph.db", engine_name(Config().memory.engine))
+    try:
+        for frag in FRAGMENTS:
+            text = f"{frag} CALL threads=2"
+            if classify(text).files:
+                continue
+            # The guard saw no statement: the engine must not run one either.
+            assert not parses(db, text), frag
+    finally:
+        db.close()

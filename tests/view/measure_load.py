@@ -1,0 +1,68 @@
+"""Page load times of `kgagent view` in headless Chromium (prints figures; asserts nothing).
+
+    .venv/bin/python tests/view/measure_load.py MEMORY [REPEATS]
+
+For each page: seconds from navigation until what the page is for is on screen
+(graph: every node drawn; library: the first rows; live: the picture loaded;
+rounds: all five figures drawn), first load (cold: the view has not read the
+memory yet) and the median of the reloads after it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from view.conftest import make_browser, serve  # noqa: E402
+from view.test_browser import CY  # noqa: E402
+
+READY = {
+    "/": f"(() => {{ {CY} return cy.nodes().length > 0 && cy.nodes().length == "
+    "Number(document.getElementById('g-count-states').textContent.replace(/,/g, '')); })()",
+    "/library": "document.querySelectorAll('#l-skills td').length > 0",
+    "/live": "(() => { const i = document.getElementById('v-frame'); return i && i.complete && i.naturalWidth > 0; })()",
+    "/rounds": "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 5",
+}
+
+
+def _until(driver, js: str, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if driver.execute_script(f"return ({js});"):
+                return
+        except Exception:  # still loading
+            pass
+        time.sleep(0.02)
+    raise SystemExit(f"timed out: {js[:60]}")
+
+
+def main() -> None:
+    memory = Path(sys.argv[1])
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    site = serve(memory, refresh_s=1.0)
+    driver, profile = make_browser()
+    try:
+        for path, js in READY.items():
+            times = []
+            for _ in range(repeats + 1):
+                t = time.perf_counter()
+                driver.get(site.url + path)
+                _until(driver, js)
+                times.append(time.perf_counter() - t)
+            print(
+                f"{path:10s} first {times[0]:.2f} s   median of {repeats} reloads {statistics.median(times[1:]):.2f} s"
+            )
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+        site.stop()
+
+
+if __name__ == "__main__":
+    main()

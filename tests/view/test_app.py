@@ -1,0 +1,241 @@
+"""The view without a browser: what it reads, what it serves, what it refuses."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from kgagent.config import Config
+from kgagent.errors import ConfigError
+from kgagent.memory import Memory
+from kgagent.view.frames import actions_of, compose, extent
+from kgagent.view.graphview import Filters, select, short_id
+from kgagent.view.source import MemorySource, Snapshot, is_blob_id
+
+
+def _snap() -> Snapshot:
+    states = {
+        f"s-000000{i}-x": {"id": f"s-000000{i}-x", "visits": 10 - i, "thumbnail": ""}
+        for i in range(1, 7)
+    }
+
+    def e(a, b, k, w):
+        return {
+            "src": f"s-000000{a}-x",
+            "dst": f"s-000000{b}-x",
+            "skill": k,
+            "weight": w,
+            "change": 0.1,
+            "count": 1,
+            "r_total": 1.0,
+        }
+
+    skill_edges = [
+        e(1, 2, "k1", 0.9),
+        e(1, 2, "k2", 0.4),
+        e(2, 3, "k1", 0.7),
+        e(3, 4, "k3", 0.2),
+        e(5, 5, "k2", 0.6),
+    ]
+    similar = [{"src": "s-0000004-x", "dst": "s-0000006-x", "weight": 0.9}]
+    skills = {k: {"name": f"skill {k}"} for k in ("k1", "k2", "k3")}
+    clusters = {
+        "c1": {"id": "c1", "name": "one", "skills": ["k3"], "selections": 0, "description": ""}
+    }
+    return Snapshot(
+        (), 0.0, {}, states, skill_edges, similar, skills, clusters, {"k3": ["c1"]}, 0.8
+    )
+
+
+def test_select_filters_neighbourhood_cap_and_merging() -> None:
+    snap = _snap()
+    v = select(snap, Filters())
+    assert v.states == 6 and v.skill_edges == 5 and v.similar_edges == 1
+    arrows = [el for el in v.elements if "skill" in el.get("classes", "")]
+    assert len(arrows) == 4  # k1 and k2 on s1 -> s2 share one arrow
+    merged = next(
+        el for el in v.elements if el["data"].get("skills") and len(el["data"]["skills"]) == 2
+    )
+    assert merged["data"]["skills"] == ["k1", "k2"] and merged["data"]["weight"] == 0.9
+    assert "(+1)" in merged["data"]["label"]
+    assert select(snap, Filters(min_weight=0.5)).skill_edges == 3
+    assert select(snap, Filters(similarity=False)).similar_edges == 0
+    c = select(snap, Filters(cluster_skills={"k3"}))
+    assert c.states == 2 and c.skill_edges == 1
+    n = select(snap, Filters(focus="s-0000001-x", hops=1))
+    assert {el["data"]["id"] for el in n.elements if "source" not in el["data"]} == {
+        "s-0000001-x",
+        "s-0000002-x",
+    }
+    assert select(snap, Filters(focus="s-0000001-x", hops=3)).states == 4
+    capped = select(snap, Filters(cap=2))
+    assert capped.states == 2 and "showing 2 of 6 states" in capped.notes[0]
+    ids = {el["data"]["id"] for el in capped.elements if "source" not in el["data"]}
+    assert ids == {"s-0000001-x", "s-0000002-x"}  # the most visited
+    run = select(
+        snap,
+        Filters(
+            run_edges={("s-0000002-x", "s-0000003-x", "k1")},
+            run_states={"s-0000002-x", "s-0000003-x"},
+        ),
+    )
+    assert run.states == 2 and run.skill_edges == 1
+    assert select(snap, Filters(hide_isolated=True, similarity=False)).states == 5
+    assert short_id("s-0000012-ab12") == "s12"
+
+
+def test_blob_ids_are_only_hex_sha256() -> None:
+    assert is_blob_id("a" * 64)
+    for bad in ("A" * 64, "a" * 63, "../" + "a" * 61, "a" * 63 + "/", "", "g" * 64):
+        assert not is_blob_id(bad)
+
+
+def test_frame_draws_actions_at_scaled_positions() -> None:
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 36), (255, 255, 255)).save(buf, "PNG")
+    step = {"executions": [{"grounding": [{"action": {"kind": "click", "x": 640, "y": 360}}]}]}
+    acts = actions_of(step)
+    assert acts == [{"kind": "click", "x": 640, "y": 360}]
+    out = Image.open(io.BytesIO(compose(buf.getvalue(), acts, (1280, 720), width=640)))
+    assert out.size == (640, 360)
+    assert out.getpixel((320, 180))[1] < 100  # the red mark sits at the scaled centre
+    assert out.getpixel((20, 20)) == (255, 255, 255)
+    assert extent([{"kind": "drag", "x": 5, "y": 6, "x2": 99, "y2": 7}], [[0, 0, 10, 50]]) == (
+        100,
+        50,
+    )
+
+
+@pytest.fixture(scope="module")
+def client(played):
+    from kgagent.view.app import create_app
+
+    app = create_app(played, refresh_s=0.0)
+    return app.server.test_client()
+
+
+def test_routes_serve_memory_files_only(client, played: Path) -> None:
+    with Memory.open(played, Config(), read_only=True) as m:
+        thumb = m.run_named("view_states")[0]["thumbnail"]
+        sid = m.run_named("view_states")[0]["id"]
+    r = client.get(f"/blob/{thumb}.png")
+    assert r.status_code == 200 and hashlib.sha256(r.data).hexdigest() == thumb
+    assert r.headers["X-Content-Type-Options"] == "nosniff"
+    for bad in (
+        "/blob/..%2Fmanifest.png",
+        "/blob/" + "A" * 64 + ".png",
+        "/blob/%2e%2e.png",
+        "/state/nope.png",
+        "/state/..%2F..%2Fetc%2Fpasswd.png",
+        "/frame/99/1.png",
+        "/download/..%2Fmanifest.csv",
+        "/download/passwd.csv",
+        "/manifest.json",
+        "/runs/",
+    ):
+        r = client.get(bad)
+        # 404, or the app's own page (Dash answers unknown paths with it): never a file
+        assert r.status_code == 404 or (r.mimetype == "text/html" and b"_dash-config" in r.data), (
+            bad
+        )
+        assert b"kgagent-memory" not in r.data and b"root:" not in r.data, bad
+    r = client.get(f"/state/{sid}.png")
+    assert r.status_code == 200 and r.data[:4] == b"\x89PNG"
+    r = client.get("/frame/0/3.png")
+    assert r.status_code == 200 and Image.open(io.BytesIO(r.data)).width == 960
+    csv = client.get("/download/rounds.csv").data.decode()
+    from kgagent.rounds import memory_rounds, rounds_csv
+
+    assert csv == rounds_csv(memory_rounds(played))
+    for name in ("library", "graph", "outcome", "curves", "growth", "live-0"):
+        r = client.get(f"/download/{name}.csv")
+        assert r.status_code == 200 and r.data.count(b"\n") >= 2, name
+
+
+def test_source_reads_read_only_and_follows_writes(played: Path, tmp_path: Path) -> None:
+    import shutil
+
+    mem = tmp_path / "copy"
+    shutil.copytree(played, mem)
+    before = (mem / "manifest.json").read_bytes()
+    src = MemorySource(mem, refresh_s=0.0)
+    snap = src.snapshot()
+    with Memory.open(mem, Config(), read_only=True) as m:
+        stats = m.stats()
+    assert len(snap.states) == stats.nodes and len(snap.skill_edges) == stats.skill_edges
+    assert len(snap.similar_edges) == stats.similarity_edges
+    sid = next(iter(snap.states))
+    d = src.state_detail(sid)
+    assert d["id"] == sid and "potential" in d and isinstance(d["hq"], list)
+    assert src.state_detail("s-nope") is None
+    assert (mem / "manifest.json").read_bytes() == before  # a reader writes nothing
+    # a write by an agent shows on the next snapshot
+    with Memory.open(mem, Config()) as m:
+        from kgagent.actions import Operation
+
+        m.add_skill("probe", "added after the view's first read", [Operation("key", key="enter")])
+    assert len(src.snapshot().skills) == len(snap.skills) + 1
+
+
+def test_create_app_refuses_a_folder_that_is_no_memory(tmp_path: Path) -> None:
+    from kgagent.view.app import create_app
+
+    with pytest.raises(ConfigError, match="no kgagent memory"):
+        create_app(tmp_path)
+
+
+def test_view_command_binds_loopback_by_default() -> None:
+    from kgagent.cli.view_cmd import view_cmd
+
+    opts = {p.name: p for p in view_cmd.params}
+    assert opts["host"].default == "127.0.0.1" and opts["port"].default == 8050
+
+
+def test_view_queries_only_read() -> None:
+    from kgagent.memory import queries
+
+    mine = [q for q in queries.load_all().values() if q.source == "view.cypher"]
+    assert len(mine) >= 5 and not [q.name for q in mine if q.writes]
+
+
+@pytest.mark.skipif(
+    (__import__("os").environ.get("KGAGENT_ENGINE") or "ladybug") == "kuzu",
+    reason="Kùzu lets one process open a memory at a time: no reader beside a running agent",
+)
+def test_snapshots_follow_a_play_in_another_process(played: Path, tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    mem = tmp_path / "copy"
+    shutil.copytree(played, mem)
+    src = MemorySource(mem, refresh_s=0.0)
+    first = src.snapshot()
+    cmd = [
+        sys.executable, "-m", "kgagent.cli.main", "play", "--memory", str(mem), "--steps", "25",
+        "--quiet", "--seed", "3", "--set", "perception.encoder=pixel",
+        "--set", "perception.segmenter=opencv", "--set", "brain.kind=offline",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = []
+    try:
+        while proc.poll() is None:
+            snap = src.snapshot()
+            seen.append(sum(int(k["executions"]) for k in snap.skills.values()))
+            time.sleep(0.3)
+    finally:
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    last = src.snapshot()
+    assert last.error is None
+    executions = sum(int(k["executions"]) for k in last.skills.values())
+    assert executions > sum(int(k["executions"]) for k in first.skills.values())
+    # read while the agent wrote: the view saw the library's use grow step by step
+    assert len(set(seen)) >= 3 and seen == sorted(seen)
+    with Memory.open(mem, Config(), read_only=True) as m:
+        assert len(last.states) == m.stats().nodes
