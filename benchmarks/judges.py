@@ -40,7 +40,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# benchmarks/ last: its crafter.py is named like the game, which `gym:crafter` imports
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 
 from learning import machine, versions  # noqa: E402 - benchmarks/ is not a package
 

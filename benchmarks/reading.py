@@ -47,7 +47,9 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# benchmarks/ last: its crafter.py is named like the game, which `gym:crafter` imports
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 
 DEBUG = False
 QUOTED = re.compile(r'"([^"]+)"')

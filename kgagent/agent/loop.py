@@ -74,6 +74,7 @@ class Agent:
         self.step_no = 0
         self.episode = Episode(self.cfg)
         self.observer = Observer(self.cfg, memory, encoder, segmenter, self.episode)
+        self.observer.reader = Timed(self.observer.reader, self.times, "read")
         self.history = SkillHistory(self.cfg, memory, graph=self.sakg)
         self.keeper = LibraryKeeper(self.cfg, memory, brain, self.history)
         self.evaluator = Evaluator(
