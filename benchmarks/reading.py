@@ -11,8 +11,9 @@ Three parts (each can be skipped):
   whether those labels are right. The truth is the text the games draw (every call of
   ``kgagent.envs.render.text``, recorded by this harness): a label is *right* when it is
   one drawn string (compared by ``label_key``), *part* when it is a piece of one (the
-  segmenter cut a word off), else *wrong*. ``--brain-labels`` passes the text on the
-  before/after screens to the brain (``View.labels``) as the loop would.
+  segmenter cut a word off), else *wrong*. The loop gives the brain the text of
+  the screens its ``label_roles`` see (``View.labels``); ``--brain-labels`` adds it to
+  ``describe_skill`` for any brain.
 * ``grounding`` — synthetic screens drawn with the games' renderer: a panel of labelled
   buttons is registered (segmented, read, stored in a fresh memory), then the same buttons
   are drawn moved (shuffled into a list), resized (0.8–1.25), re-rendered (other fill,

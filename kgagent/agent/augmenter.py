@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kgagent.brain.base import Brain, Transition, View
+from kgagent.brain.base import Brain, Transition
 from kgagent.config import Config
 from kgagent.runlog import ExecutionRecord, StepRecord
 
@@ -141,8 +141,8 @@ class Augmenter:
 
         hit_j, feat_j = self.observer.merge(screen.observe())
         tr = Transition(
-            before=View(res.execution.before, feat, state_id),
-            after=View(res.execution.after, feat_j, hit_j.id),
+            before=self.observer.view(res.execution.before, feat, state_id, "describe_skill"),
+            after=self.observer.view(res.execution.after, feat_j, hit_j.id, "describe_skill"),
             change=res.execution.change,
             new_in_episode=hit_j.id not in self.episode.visited,
             new_in_graph=hit_j.created,

@@ -18,7 +18,7 @@ from collections import deque
 
 import numpy as np
 
-from kgagent.brain.base import Brain, Judgement, SkillView, Transition, View
+from kgagent.brain.base import Brain, Judgement, SkillView, Transition
 from kgagent.config import Config
 from kgagent.errors import KGAgentError
 from kgagent.records import Skill, StateHit
@@ -161,8 +161,8 @@ class Evaluator:
         hit_j, feat_j = landing if landing is not None else self.observer.merge(screen.observe())
         out.to_state, out.new_state = hit_j.id, hit_j.created
         tr = Transition(
-            before=View(ex.before, feat, state_id),
-            after=View(ex.after, feat_j, hit_j.id),
+            before=self.observer.view(ex.before, feat, state_id, "evaluate"),
+            after=self.observer.view(ex.after, feat_j, hit_j.id, "evaluate"),
             change=ex.change,
             new_in_episode=hit_j.id not in self.episode.visited,
             new_in_graph=hit_j.created,

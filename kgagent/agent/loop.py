@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from kgagent.brain.base import Brain, ClusterView, Usage, View
+from kgagent.brain.base import Brain, ClusterView, Usage
 from kgagent.config import Config
 from kgagent.perception.base import Segmenter, StateEncoder
 from kgagent.records import Skill
@@ -75,6 +75,7 @@ class Agent:
         self.episode = Episode(self.cfg)
         self.observer = Observer(self.cfg, memory, encoder, segmenter, self.episode)
         self.observer.reader = Timed(self.observer.reader, self.times, "read")
+        self.observer.brain_roles = frozenset(getattr(brain, "label_roles", ()) or ())
         self.history = SkillHistory(self.cfg, memory, graph=self.sakg)
         self.keeper = LibraryKeeper(self.cfg, memory, brain, self.history)
         self.evaluator = Evaluator(
@@ -186,7 +187,8 @@ class Agent:
         if not views:
             return None
         state_id = obs.state.id
-        cluster_id = self.brain.choose_cluster(View(obs.image, obs.feature, state_id), views)
+        view = self.observer.view(obs.image, obs.feature, state_id, "choose_cluster")
+        cluster_id = self.brain.choose_cluster(view, views)
         if cluster_id is None or cluster_id not in members_of:
             return None  # no cluster fits: augmentation
         rec.cluster_id = cluster_id

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from kgagent.brain.base import View
 from kgagent.config import Config
 from kgagent.errors import KGAgentError
 from kgagent.perception.base import Segment, Segmenter, StateEncoder
@@ -108,6 +109,8 @@ class Observer:
             reader if reader is not None else make_reader(cfg.perception, log=_logger.info)
         )
         self.reads = not isinstance(self.reader, NoReader)
+        #: the brain's roles that are shown the screen's text (``Brain.label_roles``)
+        self.brain_roles: frozenset[str] = frozenset()
         #: seconds spent reading (recognition, and segmenting screens only to read them)
         self.reading_s = 0.0
         # id(image) -> (image, its text boxes); the image is held so its id stays its own
@@ -317,6 +320,12 @@ class Observer:
         self._keep_texts(image, boxes)
         self.reading_s = r0 + (time.perf_counter() - t0)  # segmenting to read is reading
         return boxes
+
+    def view(self, image: np.ndarray, feature: np.ndarray, state_id: str, role: str) -> View:
+        """The screen as the brain's ``role`` sees it: with its text when the brain
+        uses text in that role (``Brain.label_roles``) and the agent reads."""
+        text = tuple(self.labels(image)) if self.reads and role in self.brain_roles else ()
+        return View(image, feature, state_id, text)
 
     def labels(self, image: np.ndarray, limit: int = 24) -> list[str]:
         """The distinct labels on ``image``, top to bottom, left to right (at most ``limit``):

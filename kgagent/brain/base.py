@@ -27,6 +27,9 @@ class View:
     image: np.ndarray  # RGB uint8
     feature: np.ndarray  # the state encoder's unit feature
     state_id: str
+    #: the text the agent read on the screen, top to bottom (empty: not read, or none);
+    #: the loop fills it for the roles in :attr:`Brain.label_roles`
+    labels: tuple[str, ...] = ()
 
 
 @dataclass
@@ -125,6 +128,9 @@ class Brain(ABC):
     """Fills every VLM role of Algorithm 1."""
 
     name: str = "brain"
+    #: roles whose views should carry the screen's text (``View.labels``): reading a
+    #: screen that was not segmented costs a segmentation, so only roles that use it
+    label_roles: frozenset[str] = frozenset()
 
     def __init__(self) -> None:
         self.usage = Usage()  # running totals; the loop logs ``usage - copy`` per step

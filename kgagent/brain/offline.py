@@ -147,6 +147,10 @@ class OfflineBrain(Brain):
         super().__init__()
         self.cfg = cfg or BrainConfig()
         self.seed = seed
+        roles = {"describe_skill"}  # names and descriptions say what text appeared
+        if getattr(self.cfg, "offline_text_progress", False):
+            roles.add("evaluate")
+        self.label_roles = frozenset(roles)
 
     # ---------------------------------------------------------------- signals
     def changed(self, tr: Transition) -> bool:

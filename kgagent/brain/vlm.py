@@ -88,6 +88,8 @@ class VLMBrain(Brain):
     """
 
     name = "vlm"
+    #: every prompt that shows a screen lists the text read on it
+    label_roles = frozenset({"describe_skill", "evaluate", "choose_cluster", "refine_skill"})
 
     def __init__(
         self,
