@@ -24,9 +24,6 @@ nodes, skill edges and similarity edges from the memory.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import os
-import platform
 import shlex
 import statistics
 import sys
@@ -36,6 +33,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+
+from kgagent.bench.meta import machine, versions
 
 METHODS = ("full", "no_graph", "no_similarity", "random")
 COLUMNS = (
@@ -166,56 +165,6 @@ def paired(a: list[float], b: list[float]) -> str:
     se = statistics.stdev(d) / len(d) ** 0.5
     t = f"t ≈ {m / se:.1f}" if se > 0 else "t undefined"
     return f"{m:+.2f} ± {se:.2f} SE ({t}; {counts})"
-
-
-#: Packages whose version can change a run's numbers (segmentation, arithmetic, storage order).
-VERSIONED = ("numpy", "opencv-python", "pillow", "ladybug", "kuzu", "lancedb", "torch")
-
-
-def versions() -> str:
-    """Python and the versions that decide a run, so a changed figure can be traced to them.
-
-    pyproject.toml pins only minimums: a fresh install may resolve newer releases (an
-    OpenCV major version changes what the segmenter finds), and the same seed then
-    gives other runs.
-    """
-    parts = [f"python {platform.python_version()}"]
-    for name in VERSIONED:
-        try:
-            parts.append(f"{name} {importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            parts.append(f"{name} (not installed)")
-    return ", ".join(parts)
-
-
-def machine() -> str:
-    """The CPU a run used: its model, logical cores, and the SIMD code OpenCV dispatches.
-
-    Runs of one seed on the same package versions have differed between machines
-    (docs/benchmarks.md, Learning, "Reproducibility"), so a report names the machine too.
-    """
-    model = platform.processor() or platform.machine()
-    try:
-        info: dict[str, str] = {}
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if not key.strip() and info:
-                break  # the first processor's block is enough
-            info.setdefault(key.strip(), value.strip())
-        if "model name" in info:
-            # A virtual machine may name only the vendor line ("AMD EPYC"): family and
-            # model numbers tell generations apart.
-            model = f"{info['model name']} (family {info.get('cpu family', '?')}, model {info.get('model', '?')})"
-    except OSError:
-        pass
-    parts = [f"{model}, {os.cpu_count()} logical cores"]
-    try:
-        import cv2
-
-        parts.append(f"OpenCV SIMD {cv2.getCPUFeaturesLine()}")
-    except Exception:  # noqa: BLE001 - a missing or broken cv2 only shortens the line
-        pass
-    return "; ".join(parts)
 
 
 def verdict(results: list[dict], per_game: dict[str, list[list[dict]]], games: list[str]) -> str:

@@ -23,9 +23,10 @@ Role by role (thresholds are :class:`~kgagent.config.BrainConfig` fields):
   (after − before) points the same way as the mean of the skill's newest
   ``offline_effect_window`` past effects (cosine ≥ ``offline_consistency_cos``);
   with no usable past effect, consistent iff something changed.
-  With ``offline_text_progress`` (off by default: measured in docs/perception.md,
-  "Reading", it did not help) and labels passed for both screens, progress also needs
-  the text on screen to have changed (:func:`text_changed`).
+  An experimental signal, not a config field: with ``offline_text_progress`` set on the
+  brain's config (``benchmarks/reading.py --text-progress`` does; it has not been shown
+  to help) and labels passed for both screens, progress also needs the text on screen to
+  have changed (:func:`text_changed`).
 * ``choose_cluster``: the cluster with the highest cosine between the current
   feature and any of its states' features, if ≥ ``offline_cluster_cos``.
 * ``refine_skill``: the description rewritten from the latest measurement;
