@@ -1,7 +1,11 @@
-"""`kgagent bench GRID.toml`: run a benchmark grid here or on a Ray cluster, and report it.
+"""`kgagent bench GRID.toml`: run a benchmark grid here or on a Ray cluster, and report it;
+`kgagent bench-docs DOC.md`: regenerate the docs' tables from committed results.
 
-No logic lives here: it reads the options and calls :func:`kgagent.bench.run_grid`.
-The grid file's format and the results folder are described in docs/bench.md.
+No logic lives here: they read the options and call :func:`kgagent.bench.run_grid` and
+:mod:`kgagent.bench.docs`. The grid file's format, the results folder and the blocks
+of the docs are described in docs/bench.md. `bench-docs` is a command of its own, not
+`bench docs`: `bench` takes a grid file as its argument, and a group cannot tell a
+subcommand from a grid file named like one.
 """
 
 from __future__ import annotations
@@ -82,6 +86,14 @@ def _command(grid_file: Path) -> str:
     "--report-only", is_flag=True, help="Write the results from the finished cells; run nothing."
 )
 @click.option("--no-plots", is_flag=True, help="Skip the matplotlib plots.")
+@click.option(
+    "--export",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Also write the results to DIR without cells, memories, step logs or plots: "
+    "small enough to commit (docs/results/<name>), and what `kgagent bench-docs` reads.",
+)
 @common_options(memory=False)
 def bench_cmd(
     grid_file: Path,
@@ -95,6 +107,7 @@ def bench_cmd(
     list_cells: bool,
     report_only: bool,
     no_plots: bool,
+    export: Path | None,
     config: Config,
     fmt: str,
 ) -> None:
@@ -104,8 +117,9 @@ def bench_cmd(
     results exist for the same spec is skipped, so running the command again
     resumes a grid. --config/--set apply to every cell. The results folder gets
     every run's figures (runs.csv), the statistics (stats.csv, paired.csv), plots
-    and report.md. A failed cell is recorded (cells/<cell>/error.txt) and the others
-    go on; the command then exits with 1.
+    and report.md; --report-only writes them again, also from a folder written by
+    --export (which keeps no cells). A failed cell is recorded (cells/<cell>/error.txt)
+    and the others go on; the command then exits with 1.
     """
     from kgagent.bench import BenchOptions, load_grid, run_grid
     from kgagent.bench.grid import plan
@@ -127,6 +141,7 @@ def bench_cmd(
         fresh=fresh,
         report_only=report_only,
         plots=not no_plots,
+        export=export,
         progress=True,
         only=list(only),
         command=_command(grid_file),
@@ -149,3 +164,42 @@ def bench_cmd(
         return
     summary = run_grid(grid, opts)
     emit_record(summary, fmt)
+
+
+@click.command("bench-docs")
+@click.argument(
+    "docs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Change nothing; exit 1 naming the first block that differs from its results.",
+)
+@click.option(
+    "--root",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="The folder the blocks' results paths are relative to. Default: the repository "
+    "that holds the doc (the nearest folder with pyproject.toml or .git).",
+)
+@common_options(memory=False, config=False)
+def bench_docs_cmd(docs: tuple[Path, ...], check: bool, root: Path | None, fmt: str) -> None:
+    """Regenerate the bench blocks of the Markdown files DOCS from the results they name.
+
+    A block is `<!-- bench: FOLDER SECTION [experiment=…] [env=…] [judge=…] [round=…] -->`
+    … `<!-- /bench -->`; what lies between is one section of FOLDER's report (header,
+    methods, paired, figures, crafter, rounds), rendered as report.md renders it.
+    FOLDER is a results folder (`kgagent bench GRID --export FOLDER`), relative to the
+    repository. See docs/bench.md, "Tables in the docs".
+    """
+    from kgagent.bench.docs import check_docs, update_doc
+
+    if check:
+        counts = check_docs(list(docs), root)
+        emit([{"doc": str(d), "blocks": n, "stale": 0} for d, n in counts.items()], fmt)
+        return
+    rows = []
+    for doc in docs:
+        n, stale = update_doc(doc, root)
+        rows.append({"doc": str(doc), "blocks": n, "updated": len(stale)})
+    emit(rows, fmt)

@@ -83,7 +83,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from kgagent.cli.bench_cmd import bench_cmd
+    from kgagent.cli.bench_cmd import bench_cmd, bench_docs_cmd
     from kgagent.cli.env_cmd import env_group
     from kgagent.cli.memory_cmd import memory_group
     from kgagent.cli.merge_cmd import merge_cmd
@@ -100,6 +100,7 @@ def _register() -> None:
     cli.add_command(runs_group, "runs")
     cli.add_command(view_cmd, "view")
     cli.add_command(bench_cmd, "bench")
+    cli.add_command(bench_docs_cmd, "bench-docs")
 
 
 _register()

@@ -5,21 +5,23 @@ cells whose ``cell.json`` records their digest are skipped; the rest run, the
 longest first (rounds × steps), on local worker processes or as Ray tasks; a failed
 cell is recorded and the grid goes on; with ``merge`` each group's memories are
 merged; and the results folder is written from every finished cell, those run
-before included. Ctrl-C stops the grid after the running cells' current steps;
-what finished is kept and written, and the next run resumes.
+before included (with ``export``, also a copy without cells or plots, to commit).
+Ctrl-C stops the grid after the running cells' current steps; what finished is
+kept and written, and the next run resumes.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kgagent.bench.cell import finished
 from kgagent.bench.meta import machine, versions
 from kgagent.bench.progress import GridProgress
-from kgagent.bench.results import collect, write_results
+from kgagent.bench.results import RUN_META, collect, kept_records, write_results
 from kgagent.bench.spec import Cell, Grid
 from kgagent.errors import KGAgentError
 
@@ -39,6 +41,7 @@ class BenchOptions:
     merge: bool = False
     fresh: bool = False  # run finished cells again
     report_only: bool = False  # write the results from finished cells, run nothing
+    export: Path | None = None  # also write the kept results (no cells, no plots) here
     progress: bool = True
     plots: bool = True
     command: str = ""
@@ -97,13 +100,17 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
             finished_now = progress.done
     wall = time.time() - t0
     failed = {o["key"]: o.get("error", "") for o in outcomes if o.get("status") != "done"}
+    kept = kept_records(out)  # a kept folder (--export) has no cells/ but its runs
     records, rows, finished_cells = [], [], []
     for cell in grid.cells:
         folder = cell_dir(out, cell)
         rec = finished(folder, cell.digest)
+        if rec is None and not folder.exists():
+            rec = kept.get(cell.digest)
         if rec is not None:
             records.append(rec)
-            finished_cells.append((cell, folder))
+            if folder.exists():
+                finished_cells.append((cell, folder))
             status, error, dur = "done", "", rec.get("duration_s")
         elif cell.key in failed or (folder / "error.txt").is_file():
             status, error, dur = "failed", failed.get(cell.key) or _first_line(folder), None
@@ -116,7 +123,7 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
         from kgagent.bench.merging import merge_groups
 
         res.merges = merge_groups(finished_cells, out)
-    res.meta = {
+    res.meta = (opts.report_only and _run_meta(out)) or {
         "command": opts.command,
         "date": time.strftime("%Y-%m-%d"),
         "wall_min": wall / 60.0,
@@ -126,6 +133,9 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
         "versions": versions(),
     }
     files = write_results(res, out, plots=opts.plots)
+    if opts.export is not None:
+        meta = {k: v for k, v in res.meta.items() if k != "plots"}
+        write_results(replace(res, meta=meta), opts.export, plots=False)
     summary = {
         "results": str(out),
         "report": str(files["report"]),
@@ -166,6 +176,15 @@ def _cell_row(cell: Cell, status: str, error: str, duration: float | None) -> di
         "error": error,
         "duration_s": None if duration is None else round(float(duration), 1),
     }
+
+
+def _run_meta(out: Path) -> dict[str, Any]:
+    """The header of the command that wrote the results: --report-only runs nothing new."""
+    try:
+        summary = json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: summary[k] for k in RUN_META if k in summary}
 
 
 def _first_line(folder: Path) -> str:

@@ -6,14 +6,20 @@ interval, beside ERR and the graph's size; the paired comparisons with the
 reference method; for rounds, each series' rounds and the paired change from
 round 0 to the last; then every figure's mean ± SE. The header names the command,
 date, machine and package versions, which a figure in the docs must carry.
+
+Each of these is a named section (:data:`SECTIONS`, and ``header``) that
+:func:`render_section` renders alone: a block of a doc takes one
+(:mod:`kgagent.bench.docs`), so the docs' tables are the report's, not copies.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kgagent.bench.figures import achievement_names, crafter_score
 from kgagent.bench.results import Results
+from kgagent.bench.spec import Experiment
 
 #: Headings for figures.
 LABELS = {
@@ -39,20 +45,58 @@ LABELS = {
 SIDE = ("err", "nodes", "skill_edges")
 
 
+@dataclass(frozen=True)
+class Where:
+    """One place in a grid's report: an experiment, an environment, a judge and a round."""
+
+    exp: Experiment
+    env: str
+    judge: str
+    rnd: int = 0
+
+
 def render_report(res: Results, images: dict[tuple, list[str]]) -> str:
     g = res.grid
-    meta = res.meta
-    done = sum(c["status"] == "done" for c in res.cells)
-    failed = [c for c in res.cells if c["status"] == "failed"]
     lines = [f"# Benchmark grid: {g.name}", ""]
     if g.description:
         lines += [g.description, ""]
-    lines += [
+    lines += _header(res)
+    for exp in g.experiments:
+        lines += _experiment(res, exp, images)
+    lines += _failed(res)
+    lines += _merged(res)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_section(res: Results, name: str, at: Where | None = None) -> str:
+    """One section of the report by name (:data:`SECTIONS`), as the report renders it.
+
+    ``header`` is the grid's; the others are of one place ``at``. Empty when the
+    results hold nothing for it. Docs take their tables from here (:mod:`kgagent.bench.docs`).
+    """
+    if name == "header":
+        lines = _header(res)
+    elif name not in SECTIONS:
+        raise ValueError(f"unknown section {name!r}; known: header, {', '.join(SECTIONS)}")
+    elif at is None:
+        raise ValueError(f"the {name} section is of one experiment, environment and judge")
+    else:
+        lines = SECTIONS[name](res, at)
+    return "\n".join(lines).strip("\n") + "\n" if any(lines) else ""
+
+
+def _header(res: Results) -> list[str]:
+    """The command, date, machine and versions, which a figure in the docs must carry."""
+    g = res.grid
+    meta = res.meta
+    done = sum(c["status"] == "done" for c in res.cells)
+    failed = sum(c["status"] == "failed" for c in res.cells)
+    lines = [
         f"- command: `{meta.get('command', 'kgagent bench ' + str(g.path))}`",
         f"- date: {meta.get('date', '-')}; wall {meta.get('wall_min', 0):.1f} min"
         + (f"; executor: {meta['executor']}" if meta.get("executor") else ""),
         f"- cells: {len(res.cells)} ({done} finished, of which {meta.get('ran_before', 0)} "
-        f"before this command; {len(failed)} failed)",
+        f"before this command; {failed} failed)",
         f"- machine: {meta.get('machine', '-')}",
         f"- versions: {meta.get('versions', '-')}",
         "- files: runs.csv (every run), stats.csv (mean, sd, SE, IQM and its "
@@ -60,27 +104,38 @@ def render_report(res: Results, images: dict[tuple, list[str]]) -> str:
     ]
     if meta.get("plots"):
         lines.append(f"- plots: {meta['plots']}")
-    lines.append("")
-    metric = res.metrics[0] if res.metrics else "progression"
-    for exp in g.experiments:
-        lines += _experiment(res, exp, metric, images)
-    if failed:
-        lines += ["## Failed cells", "", "| cell | error |", "|---|---|"]
-        lines += [f"| {c['key']} | {_md(c.get('error', ''))} |" for c in failed]
-        lines += ["", "Tracebacks: `cells/<cell>/error.txt`. Run the grid again to retry them.", ""]
-    if res.merges:
-        lines += ["## Merged memories", "", "| group | memory | sources | states | skills |"]
-        lines += ["|---|---|---|---|---|"]
-        for m in res.merges:
-            lines.append(
-                f"| {m['group']} | {m['memory']} | {m['sources']} | {m.get('states', '-')} "
-                f"| {m.get('library_size', '-')} |"
-            )
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    return lines + [""]
 
 
-def _experiment(res: Results, exp: Any, metric: str, images: dict[tuple, list[str]]) -> list[str]:
+def _failed(res: Results) -> list[str]:
+    failed = [c for c in res.cells if c["status"] == "failed"]
+    if not failed:
+        return []
+    lines = ["## Failed cells", "", "| cell | error |", "|---|---|"]
+    lines += [f"| {c['key']} | {_md(c.get('error', ''))} |" for c in failed]
+    lines += ["", "Tracebacks: `cells/<cell>/error.txt`. Run the grid again to retry them."]
+    return lines + [""]
+
+
+def _merged(res: Results) -> list[str]:
+    if not res.merges:
+        return []
+    lines = ["## Merged memories", "", "| group | memory | sources | states | skills |"]
+    lines += ["|---|---|---|---|---|"]
+    for m in res.merges:
+        lines.append(
+            f"| {m['group']} | {m['memory']} | {m['sources']} | {m.get('states', '-')} "
+            f"| {m.get('library_size', '-')} |"
+        )
+    return lines + [""]
+
+
+def _lead(res: Results) -> str:
+    """The grid's first metric: the one its tables lead with."""
+    return res.metrics[0] if res.metrics else "progression"
+
+
+def _experiment(res: Results, exp: Experiment, images: dict[tuple, list[str]]) -> list[str]:
     shape = (
         f"{len(exp.envs)} environment(s) × {len(exp.methods)} method(s) × {len(exp.judges)} "
         f"judge(s) × {len(exp.seeds)} seed(s) × {exp.series} series × {exp.rounds} round(s) × "
@@ -101,22 +156,22 @@ def _experiment(res: Results, exp: Any, metric: str, images: dict[tuple, list[st
                 continue
             head = env + (f", judge {judge}" if len(exp.judges) > 1 else "")
             for rnd in range(exp.rounds):
-                at = f", round {rnd}" if exp.rounds > 1 else ""
-                lines += [f"### {head}{at}", ""]
-                lines += _methods_table(res, exp, env, judge, rnd, metric)
-                lines += _paired_table(res, exp, env, judge, rnd, "methods")
-                lines += _all_figures(res, exp, env, judge, rnd)
-                lines += _crafter(res, exp, env, judge, rnd)
+                suffix = f", round {rnd}" if exp.rounds > 1 else ""
+                lines += [f"### {head}{suffix}", ""]
+                for name in ROUND_SECTIONS:
+                    lines += SECTIONS[name](res, Where(exp, env, judge, rnd))
             if exp.rounds > 1:
                 lines += [f"### {head}: rounds resuming one memory", ""]
-                lines += _rounds_table(res, exp, env, judge, metric)
+                lines += _rounds_table(res, Where(exp, env, judge))
             for name in images.get((exp.name, env, judge), []):
                 lines.append(f"![{name}]({name})")
             lines.append("")
     return lines
 
 
-def _methods_table(res: Results, exp: Any, env: str, judge: str, rnd: int, metric: str) -> list:
+def _methods_table(res: Results, at: Where) -> list[str]:
+    exp, env, judge, rnd = at.exp, at.env, at.judge, at.rnd
+    metric = _lead(res)
     side = [m for m in SIDE if m in res.metrics and m != metric]
     head = (
         f"| method | {LABELS.get(metric, metric)} per seed | mean ± sd | mean ± SE | "
@@ -139,15 +194,15 @@ def _methods_table(res: Results, exp: Any, env: str, judge: str, rnd: int, metri
                 "-" if t is None else (f"{t['mean']:.3f}" if f == "err" else f"{t['mean']:.1f}")
             )
         lines.append(f"| {m} | {per} | {sd} | {se} | {iqm} | " + " | ".join(cells) + " |")
-    return lines + [""]
+    return lines + [""] if len(lines) > 2 else []
 
 
-def _paired_table(res: Results, exp: Any, env: str, judge: str, rnd: int, kind: str) -> list:
+def _paired_table(res: Results, at: Where) -> list[str]:
+    where = (at.exp.name, at.env, at.judge, at.rnd, "methods")
     rows = [
         p
         for p in res.paired
-        if (p["experiment"], p["env"], p["judge"], p["round"], p["kind"])
-        == (exp.name, env, judge, rnd, kind)
+        if (p["experiment"], p["env"], p["judge"], p["round"], p["kind"]) == where
     ]
     if not rows:
         return []
@@ -167,7 +222,8 @@ def _paired_table(res: Results, exp: Any, env: str, judge: str, rnd: int, kind: 
     return lines + [""]
 
 
-def _all_figures(res: Results, exp: Any, env: str, judge: str, rnd: int) -> list:
+def _all_figures(res: Results, at: Where) -> list[str]:
+    exp, env, judge, rnd = at.exp, at.env, at.judge, at.rnd
     shown = list(res.metrics)
     lines = [
         "Every figure, mean ± SE:",
@@ -188,10 +244,11 @@ def _all_figures(res: Results, exp: Any, env: str, judge: str, rnd: int) -> list
             )
         if any(c != "-" for c in cells):
             lines.append(f"| {m} | " + " | ".join(cells) + " |")
-    return lines + [""]
+    return lines + [""] if len(lines) > 4 else []
 
 
-def _crafter(res: Results, exp: Any, env: str, judge: str, rnd: int) -> list:
+def _crafter(res: Results, at: Where) -> list[str]:
+    exp, env, judge, rnd = at.exp, at.env, at.judge, at.rnd
     names = achievement_names(env)
     if not names:
         return []
@@ -220,7 +277,11 @@ def _crafter(res: Results, exp: Any, env: str, judge: str, rnd: int) -> list:
     ]
 
 
-def _rounds_table(res: Results, exp: Any, env: str, judge: str, metric: str) -> list:
+def _rounds_table(res: Results, at: Where) -> list[str]:
+    exp, env, judge = at.exp, at.env, at.judge
+    metric = _lead(res)
+    if exp.rounds < 2:
+        return []
     last = exp.rounds - 1
     rr = " / ".join(str(r) for r in range(exp.rounds))
     lines = [
@@ -248,7 +309,19 @@ def _rounds_table(res: Results, exp: Any, env: str, judge: str, metric: str) -> 
             and p["comparison"].startswith(f"{m}:")
         ]
         lines.append(f"| {m} | {per} | {mean} | {hit[0]['text'] if hit else '-'} |")
-    return lines + [""]
+    return lines + [""] if len(lines) > 2 else []
+
+
+#: The sections of a place in the report, by the name a doc block gives (docs/bench.md).
+SECTIONS = {
+    "methods": _methods_table,
+    "paired": _paired_table,
+    "figures": _all_figures,
+    "crafter": _crafter,
+    "rounds": _rounds_table,
+}
+#: The sections of each round, in report order (``rounds`` follows an experiment's last round).
+ROUND_SECTIONS = ("methods", "paired", "figures", "crafter")
 
 
 def _num(v: Any) -> str:

@@ -14,6 +14,11 @@ run here or on Ray. Files::
     summary.json     all of the above, the command, versions and machine
     report.md        the tables for people (docs/benchmarks.md is generated from it)
     plots/*.png|svg  learning curves and bar charts
+
+The files above but the plots are a *kept* folder (``kgagent bench GRID --export
+DIR`` writes one): small enough to commit, and enough to write the results again
+(:func:`kept_records`) and to render the docs' tables (:func:`load_results`); the
+step-by-step curves, and so the plots, are not kept.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ from kgagent.bench.spec import Grid
 EXTRA_METRICS = ("achievements", "unlocks_per_1000", "episode_count", "world_steps")
 #: Identifying columns of a run.
 ID_COLUMNS = ("experiment", "env", "method", "judge", "seed", "series", "round", "run_seed")
+#: What summary.json says of the command that ran the grid (the report's header).
+RUN_META = ("command", "date", "wall_min", "executor", "ran_before", "machine", "versions")
+#: Identifying fields of a run's episodes in summary.json (the key of ``Results.episodes``).
+EPISODE_KEY = ("experiment", "env", "judge", "method", "seed", "series", "round")
 
 
 @dataclass
@@ -236,7 +245,9 @@ def write_results(res: Results, out: Path, *, plots: bool = True) -> dict[str, P
         files["merged"] = out / "merged.csv"
         _csv(files["merged"], res.merges)
     images: dict[tuple, list[str]] = {}
-    if plots and res.runs:
+    if plots and res.runs and not any(res.curves.values()):
+        res.meta["plots"] = "none: no step-by-step curves (a folder written by --export keeps none)"
+    elif plots and res.runs:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
@@ -254,6 +265,7 @@ def write_results(res: Results, out: Path, *, plots: bool = True) -> dict[str, P
         "stats": res.stats,
         "paired": res.paired,
         "merged": res.merges,
+        "episodes": [{**dict(zip(EPISODE_KEY, k)), "episodes": v} for k, v in res.episodes.items()],
     }
     files["summary"].write_text(json.dumps(summary, indent=1, default=str) + "\n")
     files["report"].write_text(render_report(res, images))
@@ -268,3 +280,90 @@ def _csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = Non
     for r in rows:
         w.writerow({k: "" if r.get(k) is None else r.get(k) for k in names})
     path.write_text(buf.getvalue())
+
+
+def load_results(folder: Path) -> Results:
+    """The results a folder holds, as written: grid.toml, runs.csv and summary.json.
+
+    No cell folders are needed (a kept folder is enough) and nothing is recomputed:
+    a doc's tables show the statistics the folder holds. The curves are not kept.
+    """
+    from kgagent.bench.spec import load_grid
+
+    summary = _summary(folder)
+    grid = load_grid(folder / "grid.toml")
+    grid.name = summary.get("grid", grid.name)
+    metrics = list(summary.get("metrics", []))
+    res = Results(grid, read_runs(folder), {}, _episodes(summary), metrics)
+    res.stats = summary.get("stats", [])
+    res.paired = summary.get("paired", [])
+    res.cells = summary.get("cells", [])
+    res.merges = summary.get("merged", [])
+    res.meta = {k: summary[k] for k in RUN_META if k in summary}
+    return res
+
+
+def kept_records(folder: Path) -> dict[str, dict[str, Any]]:
+    """The finished cells' records as a kept folder holds them, by the cell's digest.
+
+    Rebuilt from runs.csv and summary.json (no curves), so that the results can be
+    written again from a folder without ``cells/``; empty when the folder has none.
+    """
+    if not (folder / "runs.csv").is_file() or not (folder / "summary.json").is_file():
+        return {}
+    summary = _summary(folder)
+    episodes = _episodes(summary)
+    runs: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in read_runs(folder):
+        ids = {k: row[k] for k in ID_COLUMNS}
+        figures = {k: v for k, v in row.items() if k not in ID_COLUMNS}
+        key = tuple(row[k] for k in EPISODE_KEY)
+        if key in episodes:
+            figures["episodes"] = episodes[key]
+        runs[_cell_of(row)].append({**ids, "figures": figures})
+    records = {}
+    for c in summary.get("cells", []):
+        if c.get("status") == "done" and runs.get(_cell_of(c)):
+            records[c["digest"]] = {
+                "digest": c["digest"],
+                "key": c["key"],
+                "duration_s": c.get("duration_s"),
+                "runs": sorted(runs[_cell_of(c)], key=lambda r: r["round"]),
+            }
+    return records
+
+
+def read_runs(folder: Path) -> list[dict[str, Any]]:
+    """runs.csv's rows as written: numbers as numbers, an empty field left out."""
+    with (folder / "runs.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return [
+        {
+            k: (v if k in ("experiment", "env", "method", "judge") else _number(v))
+            for k, v in row.items()
+            if v != "" or k in ID_COLUMNS
+        }
+        for row in rows
+    ]
+
+
+def _summary(folder: Path) -> dict[str, Any]:
+    try:
+        return json.loads((folder / "summary.json").read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read {folder / 'summary.json'}: {e}") from None
+
+
+def _episodes(summary: dict[str, Any]) -> dict[tuple, list[list[str]]]:
+    return {tuple(e[k] for k in EPISODE_KEY): e["episodes"] for e in summary.get("episodes", [])}
+
+
+def _cell_of(row: dict[str, Any]) -> tuple:
+    return tuple(row[k] for k in ("experiment", "env", "method", "judge", "seed", "series"))
+
+
+def _number(text: str) -> int | float:
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
