@@ -158,7 +158,7 @@ def one_run(
         return rec
 
     if text_progress:
-        cfg.brain.offline_text_progress = True  # read by OfflineBrain with getattr (experimental)
+        cfg.brain.offline_text_progress = True  # experimental, off by default
     brain = OfflineBrain(cfg.brain, seed=seed)
     if brain_labels or text_progress:
         roles = ("describe_skill", "evaluate") if text_progress else ("describe_skill",)

@@ -420,6 +420,12 @@ class BrainConfig:
     offline_effect_window: int = param(
         10, "ours", "offline brain: newest past effects averaged for consistency", ">= 1"
     )
+    offline_text_progress: bool = param(
+        False,
+        "ours",
+        "offline brain, experimental: progress also needs the screen's text to change "
+        "(docs/benchmarks.md 'Reading' has its figures)",
+    )
 
 
 @dataclass

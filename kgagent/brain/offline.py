@@ -23,10 +23,9 @@ Role by role (thresholds are :class:`~kgagent.config.BrainConfig` fields):
   (after − before) points the same way as the mean of the skill's newest
   ``offline_effect_window`` past effects (cosine ≥ ``offline_consistency_cos``);
   with no usable past effect, consistent iff something changed.
-  An experimental signal, not a config field: with ``offline_text_progress`` set on the
-  brain's config (``benchmarks/reading.py --text-progress`` does; it has not been shown
-  to help) and labels passed for both screens, progress also needs the text on screen to
-  have changed (:func:`text_changed`).
+  An experimental signal, off by default: with ``offline_text_progress`` on and labels
+  passed for both screens, progress also needs the text on screen to have changed
+  (:func:`text_changed`).
 * ``choose_cluster``: the cluster with the highest cosine between the current
   feature and any of its states' features, if ≥ ``offline_cluster_cos``.
 * ``refine_skill``: the description rewritten from the latest measurement;
@@ -149,7 +148,7 @@ class OfflineBrain(Brain):
         self.cfg = cfg or BrainConfig()
         self.seed = seed
         roles = {"describe_skill"}  # names and descriptions say what text appeared
-        if getattr(self.cfg, "offline_text_progress", False):
+        if self.cfg.offline_text_progress:
             roles.add("evaluate")
         self.label_roles = frozenset(roles)
 
@@ -227,7 +226,7 @@ class OfflineBrain(Brain):
             f"effect_cos={cos_text} over {n} past effect(s)"
         )
         read = text_changed(tr)
-        if read is not None and getattr(self.cfg, "offline_text_progress", False):
+        if read is not None and self.cfg.offline_text_progress:
             progressive = progressive and read
             reason += f" text_changed={read}"
         return Judgement(bool(consistent), progressive, reason)
