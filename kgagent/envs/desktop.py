@@ -204,9 +204,26 @@ class DesktopEnv(Env):
                 )
             self._count_early_exit()
         self._bind(win)
-        self._box = self._geometry()
+        self._box = self._await_viewable()
         self._fresh, self._episode_steps = True, 0
         self._last = self._settle()[0]  # its first frame drawn
+
+    def _await_viewable(self) -> Box:
+        """The new window's box, once it can be seen. Just after a window appears, a
+        window manager may still be reparenting it into a frame (the window is unmapped
+        for that moment), and a program may replace its first window with another;
+        wait for either within ``desktop.launch_timeout_s``, then it is an error."""
+        prog, x = self._program, self._xw()
+        assert prog is not None and self._wid is not None
+        deadline = time.monotonic() + self.opts.launch_timeout_s
+        while (box := x.box(self._wid)) is None:
+            if not prog.running or time.monotonic() >= deadline:
+                return self._geometry()  # raises: closed or hidden
+            own = [w for w in reversed(x.windows()) if w.pid is not None and prog.owns(w.pid)]
+            if own and own[0].wid != self._wid:
+                self._bind(own[0])  # the program replaced its first window
+            time.sleep(0.05)
+        return box
 
     def _count_early_exit(self) -> None:
         prog = self._program

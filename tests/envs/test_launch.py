@@ -331,3 +331,52 @@ def test_a_launched_window_under_a_window_manager_is_its_client_not_the_frame(
         wm.kill()
         wm.wait()
         x.stop()
+
+
+class _Unmapped:
+    """An X connection on which the bound window is not viewable for ``hidden`` looks
+    (a window manager reparenting it), and the program's windows are ``own``."""
+
+    def __init__(self, hidden: int, own: list) -> None:
+        self.hidden, self.own, self.looks = hidden, own, 0
+
+    def box(self, wid: int):  # noqa: ANN201
+        self.looks += 1
+        return None if self.looks <= self.hidden else (10, 20, 300, 200)
+
+    def windows(self) -> list:
+        return self.own
+
+
+class _Running:
+    running = True
+
+    def owns(self, pid: int) -> bool:
+        return pid == 7
+
+
+def _starting(x: _Unmapped, timeout_s: float):  # noqa: ANN202
+    from kgagent.envs.desktop import DesktopEnv, DesktopOptions
+
+    env = object.__new__(DesktopEnv)
+    env.config, env.opts = FAST, DesktopOptions(launch_timeout_s=timeout_s)
+    env._x, env._program, env._region = x, _Running(), None
+    env._wid, env._title = 0x600002, "pygame window"
+    return env
+
+
+def test_a_new_window_not_yet_viewable_is_waited_for_then_a_clear_error() -> None:
+    """Just after a launched window appears, a window manager may still be reparenting it:
+    start-up waits for it to become viewable, follows a window that replaced it, and
+    gives the one-line error only when it never shows."""
+    from kgagent.envs.xwindows import Window
+
+    env = _starting(_Unmapped(hidden=3, own=[]), 2.0)
+    assert env._await_viewable() == (10, 20, 300, 200)
+    newer = Window(wid=0x600009, title="game", wm_class=("", ""), pid=7, box=(0, 0, 300, 200))
+    env = _starting(_Unmapped(hidden=2, own=[newer]), 2.0)
+    env._await_viewable()
+    assert env._wid == 0x600009
+    env = _starting(_Unmapped(hidden=10**6, own=[]), 0.2)
+    with pytest.raises(EnvironmentError_, match="was closed or is hidden"):
+        env._await_viewable()
