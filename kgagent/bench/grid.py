@@ -12,7 +12,6 @@ kept and written, and the next run resumes.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 from kgagent.bench.cell import finished
 from kgagent.bench.meta import machine, versions
 from kgagent.bench.progress import GridProgress
-from kgagent.bench.results import RUN_META, collect, kept_records, write_results
+from kgagent.bench.results import collect, kept_records, run_meta, write_results
 from kgagent.bench.spec import Cell, Grid
 from kgagent.errors import KGAgentError
 
@@ -123,7 +122,7 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
         from kgagent.bench.merging import merge_groups
 
         res.merges = merge_groups(finished_cells, out)
-    res.meta = (opts.report_only and _run_meta(out)) or {
+    res.meta = (opts.report_only and run_meta(out)) or {
         "command": opts.command,
         "date": time.strftime("%Y-%m-%d"),
         "wall_min": wall / 60.0,
@@ -176,15 +175,6 @@ def _cell_row(cell: Cell, status: str, error: str, duration: float | None) -> di
         "error": error,
         "duration_s": None if duration is None else round(float(duration), 1),
     }
-
-
-def _run_meta(out: Path) -> dict[str, Any]:
-    """The header of the command that wrote the results: --report-only runs nothing new."""
-    try:
-        summary = json.loads((out / "summary.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return {k: summary[k] for k in RUN_META if k in summary}
 
 
 def _first_line(folder: Path) -> str:

@@ -299,7 +299,7 @@ def load_results(folder: Path) -> Results:
     res.paired = summary.get("paired", [])
     res.cells = summary.get("cells", [])
     res.merges = summary.get("merged", [])
-    res.meta = {k: summary[k] for k in RUN_META if k in summary}
+    res.meta = _run_meta(summary)
     return res
 
 
@@ -345,6 +345,18 @@ def read_runs(folder: Path) -> list[dict[str, Any]]:
         }
         for row in rows
     ]
+
+
+def run_meta(folder: Path) -> dict[str, Any]:
+    """The header of the command that wrote ``folder``'s results; empty when it has none."""
+    try:
+        return _run_meta(_summary(folder))
+    except ValueError:
+        return {}
+
+
+def _run_meta(summary: dict[str, Any]) -> dict[str, Any]:
+    return {k: summary[k] for k in RUN_META if k in summary}
 
 
 def _summary(folder: Path) -> dict[str, Any]:

@@ -219,7 +219,7 @@ class DesktopEnv(Env):
         while (box := x.box(self._wid)) is None:
             if not prog.running or time.monotonic() >= deadline:
                 return self._geometry()  # raises: closed or hidden
-            own = [w for w in reversed(x.windows()) if w.pid is not None and prog.owns(w.pid)]
+            own = self._own(list(reversed(x.windows())))
             if own and own[0].wid != self._wid:
                 self._bind(own[0])  # the program replaced its first window
             time.sleep(0.05)
@@ -237,6 +237,12 @@ class DesktopEnv(Env):
                 + (f" (last line: {last[:200]})" if last else "")
             )
 
+    def _own(self, wins: list[Window]) -> list[Window]:
+        """The windows of ``wins`` that the launched program's process group owns."""
+        prog = self._program
+        assert prog is not None
+        return [w for w in wins if w.pid is not None and prog.owns(w.pid)]
+
     def _await_window(self, before: set[int], timeout_s: float) -> Window | None:
         """The program's first visible window: one of its process group's, else a new one
         (a client whose PID X cannot tell); with ``desktop.window``, one that matches it."""
@@ -245,7 +251,7 @@ class DesktopEnv(Env):
         deadline = time.monotonic() + timeout_s
         while True:
             wins = list(reversed(x.windows()))  # topmost first
-            own = [w for w in wins if w.pid is not None and prog.owns(w.pid)]
+            own = self._own(wins)
             cands = own or [w for w in wins if w.wid not in before and w.pid is None]
             if self.config.window:
                 win = match(self.config.window, cands)
