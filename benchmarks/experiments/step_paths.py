@@ -1,0 +1,81 @@
+"""Where a run's steps and inputs went, read from finished runs' step logs.
+
+Per group of runs (a glob each): steps, the path each step ended on (hq, cluster,
+augment), the steps on which stage 1 (HQ) ran at all, evaluated executions and the
+share judged progressive per path (the judge's R_progress > 0), and the inputs tried
+per device (keyboard: keys, hotkeys, typed text; pointer: the rest) with how many
+changed the screen (Δ ≥ augment.min_change's default) and which keys did.
+
+    .venv/bin/python benchmarks/experiments/step_paths.py \\
+        'full=/tmp/kgagent-judges-*/truth-cardgame-full-*/runs/*.jsonl' \\
+        'no_graph=/tmp/kgagent-judges-*/truth-cardgame-no_graph-*/runs/*.jsonl'
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+from collections import Counter
+
+from kgagent.config import Config
+
+KEYBOARD = ("key", "hotkey", "type")
+
+
+def tally(files: list[str], min_change: float) -> dict:
+    steps, hq_ran = 0, 0
+    ended: Counter = Counter()
+    executions: Counter = Counter()
+    progressive: Counter = Counter()
+    tried: Counter = Counter()
+    changed: Counter = Counter()
+    keys: Counter = Counter()
+    for f in files:
+        with open(f) as fh:
+            for line in fh:
+                r = json.loads(line)
+                if r.get("type") != "step":
+                    continue
+                steps += 1
+                ended[r["path"]] += 1
+                runs = r.get("executions", [])
+                hq_ran += any(e["path"] == "hq" for e in runs)
+                for e in runs:
+                    if e.get("evaluated"):
+                        executions[e["path"]] += 1
+                        progressive[e["path"]] += (e.get("r_progress") or 0) > 0
+                    for g in e.get("grounding", []):
+                        op = g["op"]
+                        dev = "keyboard" if op["kind"] in KEYBOARD else "pointer"
+                        tried[dev] += 1
+                        if g["change"] >= min_change:
+                            changed[dev] += 1
+                            if dev == "keyboard":
+                                keys[op.get("key") or op.get("text")] += 1
+    return {
+        "runs": len(files),
+        "steps": steps,
+        "ended on": dict(ended),
+        "steps where HQ ran": hq_ran,
+        "evaluated executions": dict(executions),
+        "progressive share": {p: round(progressive[p] / n, 4) for p, n in executions.items()},
+        "inputs tried": dict(tried),
+        "inputs that changed the screen": dict(changed),
+        "keys that changed it": dict(keys.most_common(10)),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("groups", nargs="+", help="NAME=GLOB of step logs (JSONL)")
+    args = ap.parse_args()
+    min_change = Config().augment.min_change
+    for group in args.groups:
+        name, _, pattern = group.partition("=")
+        files = sorted(glob.glob(pattern or name))
+        print(json.dumps({"group": name, **tally(files, min_change)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
