@@ -185,10 +185,13 @@ class Lifecycle(MemoryCore):
             raise MemoryStoreError(f"{path} is a file, not a memory directory")
 
         def foreign() -> bool:  # holds files that are not a creator's (lock, manifest on its way)
+            # List first, then look for the manifest: a creator writes its manifest
+            # before anything else, so files listed before a manifest is found were
+            # there without one. The other order races a creator that writes both
+            # between the two looks, and calls its new memory foreign.
             ours = re.compile(rf"{re.escape(LOCK_FILE)}|\.{re.escape(MANIFEST)}\..*\.tmp")
-            return read_manifest(path) is None and any(
-                not ours.fullmatch(p.name) for p in path.iterdir()
-            )
+            names = [p.name for p in path.iterdir()]
+            return read_manifest(path) is None and any(not ours.fullmatch(n) for n in names)
 
         if foreign():
             raise MemoryStoreError(

@@ -139,6 +139,40 @@ def test_two_processes_creating_one_memory_the_loser_hears_in_use(tmp_path: Path
         assert not list(tmp_path.glob(f".new-{round_}.create-*"))
 
 
+def test_a_creator_finishing_between_two_looks_is_in_use_not_foreign(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race above, made deterministic: the winner writes its manifest and its
+    first files after the loser looked for a manifest in the empty directory."""
+    import shutil
+
+    from kgagent.memory import lifecycle
+
+    made = tmp_path / "made"
+    Memory.open(made, Config()).close()
+    path = tmp_path / "new"
+    path.mkdir()
+    winner = lifecycle.lock_memory(path)
+    real = lifecycle.read_manifest
+    looks = []
+
+    def read_then_winner_writes(directory: Path):
+        found = real(directory)
+        looks.append(found)
+        if found is None and len(looks) == 2:  # the loser's look inside its check
+            shutil.copy(made / "manifest.json", path / "manifest.json")
+            graph = made / lifecycle.GRAPH  # a file or a directory, by engine
+            copy = shutil.copytree if graph.is_dir() else shutil.copy
+            copy(graph, path / lifecycle.GRAPH)
+        return found
+
+    monkeypatch.setattr(lifecycle, "read_manifest", read_then_winner_writes)
+    with pytest.raises(MemoryStoreError, match="in use by another process"):
+        Memory.open(path, Config())
+    assert len(looks) >= 2
+    winner.release()
+
+
 KILL_BETWEEN = textwrap.dedent(
     """
     import os, signal, sys
