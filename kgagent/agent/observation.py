@@ -31,8 +31,8 @@ from kgagent.errors import KGAgentError
 from kgagent.perception.base import Segment, Segmenter, StateEncoder
 from kgagent.perception.change import to_gray, visual_change
 from kgagent.perception.grounding import TextGround
-from kgagent.perception.reader import NoReader, TextReader, make_reader
-from kgagent.records import StateHit, UIObject, control_key, names_control
+from kgagent.perception.reader import LineCache, NoReader, TextReader, make_reader
+from kgagent.records import StateHit, UIObject, control_key, label_key, names_control
 
 from .episode import Episode
 from .executor import object_present
@@ -109,6 +109,7 @@ class Observer:
             reader if reader is not None else make_reader(cfg.perception, log=_logger.info)
         )
         self.reads = not isinstance(self.reader, NoReader)
+        self._lines = LineCache(cfg.perception.reader_cache)  # whole lines of cut labels
         #: the brain's roles that are shown the screen's text (``Brain.label_roles``)
         self.brain_roles: frozenset[str] = frozenset()
         #: seconds spent reading (recognition, and segmenting screens only to read them)
@@ -236,7 +237,7 @@ class Observer:
         reading goes with the crop to memory, which stores it as a new object's label.
         """
         segs = self._segment(image)
-        labels = self._read_new(segs)
+        labels = self._read_new(segs, image)
         out: list[UIObject] = []
         seen: set[str] = set()
         boxes: list[TextBox] = []
@@ -268,7 +269,7 @@ class Observer:
         if names_control(label):
             boxes.append(TextBox(control_key(label), label, tuple(int(v) for v in bbox)))
 
-    def _read_new(self, segs: Sequence[Segment]) -> list[str]:
+    def _read_new(self, segs: Sequence[Segment], image: np.ndarray | None = None) -> list[str]:
         """Labels for ``segs``, "" where not read: a segment is read unless memory knows
         its look as an object without text (crops already read are cached by content)."""
         labels = [""] * len(segs)
@@ -283,10 +284,38 @@ class Observer:
         if todo:
             t0 = time.perf_counter()
             readings = self.reader.read([segs[i].crop for i in todo])
-            self.reading_s += time.perf_counter() - t0
             for i, r in zip(todo, readings, strict=True):
                 labels[i] = r.text
+            if image is not None:
+                self._whole_lines(image, segs, labels, todo)
+            self.reading_s += time.perf_counter() - t0
         return labels
+
+    def _whole_lines(
+        self, image: np.ndarray, segs: Sequence[Segment], labels: list[str], todo: list[int]
+    ) -> None:
+        """A label that is a piece of a longer text line on the screen becomes that line.
+
+        The segmenter can cut one label at its word gaps; the reader then names a
+        control by half its text. The line is followed on the screen by glyph geometry
+        (:func:`kgagent.perception.reader.line_around`) and read; its reading replaces the piece's only when it
+        contains the piece (a line that reads as something else is not trusted)."""
+        if image.ndim != 3:
+            return
+        pieces, crops = [], []
+        for i in todo:
+            if not labels[i]:
+                continue
+            box = self._lines.around(image, segs[i].bbox)
+            if box is not None:
+                x, y, w, h = box
+                pieces.append(i)
+                crops.append(np.ascontiguousarray(image[y : y + h, x : x + w, :3]))
+        if not crops:
+            return
+        for i, r in zip(pieces, self.reader.read(crops), strict=True):
+            if r.text and label_key(labels[i]) in label_key(r.text):
+                labels[i] = r.text
 
     def _keep_texts(self, image: np.ndarray, boxes: list[TextBox]) -> None:
         self._texts[id(image)] = (image, boxes)
@@ -309,7 +338,7 @@ class Observer:
             return hit[1]
         r0, t0 = self.reading_s, time.perf_counter()
         segs = self._segment(image)
-        labels = self._read_new(segs)
+        labels = self._read_new(segs, image)
         find = getattr(self.mem, "find_object", None)
         boxes: list[TextBox] = []
         for seg, label in zip(segs, labels, strict=True):

@@ -19,6 +19,11 @@ tallest glyphs; among near-equals the top-most: a title over its body text)
 is read. A crop with no such row is not text and costs no recognition at all. The
 same components give the word gaps, which put back the spaces the recogniser drops.
 
+A segmenter may cut one label at its word gaps (``End`` and ``Turn`` of one button).
+:func:`line_around` follows such a piece along its row on the screen, with the same glyph
+rules, to the whole line; the observer reads that line and names the piece by it when the
+line's reading contains the piece's.
+
 What is kept (the sanity filter): a confidence of at least
 ``perception.reader_min_confidence`` and at least one letter or digit. Everything here
 is about glyphs, never about a program: no word lists, no language, no game.
@@ -47,7 +52,9 @@ __all__ = [
     "ReaderSettings",
     "TextLine",
     "TextReader",
+    "LineCache",
     "label_key",
+    "line_around",
     "make_reader",
     "names_control",
     "text_line",
@@ -292,6 +299,87 @@ def _line(row: list[tuple[int, int, int, int]], med: float, W: int, H: int) -> T
         if g > WORD_GAP * med and g >= WORD_GAP_RATIO * typical
     ]
     return TextLine((bx, by, bw, bh), med, gaps, len(runs))
+
+
+def line_around(image: np.ndarray, box: Sequence[int]) -> tuple[int, int, int, int] | None:
+    """The whole text line that the text in ``box`` is a piece of, as a box of ``image``;
+    ``None`` when ``box`` holds no text or already holds its whole line.
+
+    Why: a segmenter may cut a label at its word gaps (``End`` and ``Turn`` of one
+    button), and a piece read alone names the control by half its text. The line is
+    followed on the screen with the same glyph rules that find a line in a crop: along
+    the box's rows, glyphs of the row's height closer than ``LINE_GAP`` × their height
+    belong to one text. The strip around the box widens until the line ends inside it.
+    """
+    x, y, w, h = (int(v) for v in box)
+    H, W = image.shape[:2]
+    if w <= 0 or h < MIN_GLYPH_H:
+        return None
+    pad = max(2, int(round(LINE_MARGIN * h)))
+    y0, y1 = max(0, y - pad), min(H, y + h + pad)
+    reach = 4 * h
+    while True:
+        x0, x1 = max(0, x - reach), min(W, x + w + reach)  # rows y0:y1 only (LineCache)
+        strip = image[y0:y1, x0:x1]
+        gray = (
+            cv2.cvtColor(np.ascontiguousarray(strip[..., :3]), cv2.COLOR_RGB2GRAY)
+            if strip.ndim == 3
+            else np.ascontiguousarray(strip)
+        )
+        rows = [r for r in _rows(_glyphs(gray)) if _is_text(r)]
+        bx0, bx1 = x - x0, x + w - x0
+        ink = [_ink_between(r, bx0, bx1) for r in rows]  # each row's ink inside the box
+        if not ink or max(ink) == 0:
+            return None
+        best = rows[int(np.argmax(ink))]
+        lx0 = min(g[0] for g in best)
+        lx1 = max(g[0] + g[2] for g in best)
+        med = float(np.median([g[3] for g in best]))
+        open_left = x0 > 0 and lx0 <= LINE_GAP * med
+        open_right = x1 < W and lx1 >= (x1 - x0) - LINE_GAP * med
+        if (open_left or open_right) and reach < W:
+            reach *= 2  # the line may go on past the strip: look further
+            continue
+        break
+    if lx0 >= bx0 - med / 2 and lx1 <= bx1 + med / 2:
+        return None  # the box holds its whole line
+    ly0 = min(g[1] for g in best)
+    ly1 = max(g[1] + g[3] for g in best)
+    m = int(round(LINE_MARGIN * med)) + 1
+    left, top = max(0, x0 + lx0 - m), max(0, y0 + ly0 - m)
+    right, bottom = min(W, x0 + lx1 + m), min(H, y0 + ly1 + m)
+    return (left, top, right - left, bottom - top)
+
+
+def _ink_between(row: list[tuple[int, int, int, int]], x0: int, x1: int) -> int:
+    return sum(max(0, min(g[0] + g[2], x1) - max(g[0], x0)) for g in row)
+
+
+class LineCache:
+    """:func:`line_around`, remembered: a labelled control is read again on every screen
+    that shows it, and following its line costs about a millisecond. The answer depends
+    only on the band of screen rows around the box, so the band's content is the key."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = max(1, size)
+        self._cache: OrderedDict[bytes, tuple[int, int, int, int] | None] = OrderedDict()
+
+    def around(self, image: np.ndarray, box: Sequence[int]) -> tuple[int, int, int, int] | None:
+        x, y, w, h = (int(v) for v in box)
+        pad = max(2, int(round(LINE_MARGIN * h)))
+        band = image[max(0, y - pad) : y + h + pad]
+        d = hashlib.blake2b(digest_size=16)
+        d.update(repr((x, y, w, h, image.shape)).encode())
+        d.update(np.ascontiguousarray(band).tobytes())
+        key = d.digest()
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        found = line_around(image, box)
+        self._cache[key] = found
+        while len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return found
 
 
 def _is_text(row: list[tuple[int, int, int, int]]) -> bool:

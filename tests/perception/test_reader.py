@@ -218,3 +218,42 @@ def test_label_keys():
     assert control_key("Level 12") == control_key("level 3") == "level"
     assert control_key("Save") != control_key("Sell")
     assert names_control("Go") and not names_control("12/80") and not names_control("x2")
+
+
+# ------------------------------------------------------------------ whole lines
+def test_a_piece_of_a_label_finds_its_whole_line_and_neighbours_stay_apart():
+    from kgagent.envs import render as R
+
+    img = R.canvas(640, 240)
+    R.button(img, (40, 40, 180, 44), "End turn")
+    R.button(img, (240, 40, 120, 44), "Yes")
+    R.button(img, (370, 40, 120, 44), "No")
+    R.button(img, (40, 120, 300, 44), "Start new game")
+    (tw, th), _ = cv2.getTextSize("End turn", R.FONT, 0.6, 1)
+    (ew, _), _ = cv2.getTextSize("End", R.FONT, 0.6, 1)
+    left = 40 + (180 - tw) // 2  # the label's ink starts about here
+    piece = (left - 2, 62 - th // 2 - 2, ew + 4, th + 4)  # the box of "End" alone
+    box = rd.line_around(img, piece)
+    assert box is not None
+    x, y, w, h = box
+    assert x <= piece[0] and x + w >= left + tw - 2  # the whole "End turn"
+    assert x > 40 and x + w < 220  # not past its button
+    # A box that holds its whole line, a box without text, and buttons side by side.
+    assert rd.line_around(img, (left - 4, 62 - th // 2 - 4, tw + 8, th + 8)) is None
+    assert rd.line_around(img, (560, 180, 40, 30)) is None
+    (yw, yh), _ = cv2.getTextSize("Yes", R.FONT, 0.6, 1)
+    yes = (240 + (120 - yw) // 2 - 2, 62 - yh // 2 - 2, yw + 4, yh + 4)
+    assert rd.line_around(img, yes) is None
+
+
+def test_the_line_cache_answers_by_the_band_of_rows_around_the_box(monkeypatch):
+    img = np.zeros((100, 300, 3), np.uint8)
+    calls = []
+    monkeypatch.setattr(rd, "line_around", lambda image, box: calls.append(box) or (1, 2, 3, 4))
+    cache = rd.LineCache(8)
+    assert cache.around(img, (10, 40, 30, 12)) == (1, 2, 3, 4)
+    img[90:, :] = 255  # outside the band: the same answer, not computed again
+    assert cache.around(img, (10, 40, 30, 12)) == (1, 2, 3, 4) and len(calls) == 1
+    img[45, 200] = 255  # inside the band, far from the box: computed again
+    cache.around(img, (10, 40, 30, 12))
+    assert len(calls) == 2
