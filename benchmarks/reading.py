@@ -115,7 +115,13 @@ class DrawnText:
 
 # ------------------------------------------------------------------------------ runs
 def one_run(
-    game: str, seed: int, steps: int, reader: bool, brain_labels: bool, text_progress: bool = False
+    game: str,
+    seed: int,
+    steps: int,
+    reader: bool,
+    brain_labels: bool,
+    text_progress: bool = False,
+    sets: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """One fresh-memory run; the harness watches the observer's reading time per step."""
     import kgagent.agent.observation as observation
@@ -134,6 +140,7 @@ def one_run(
             "brain.kind=offline",
             f"run.env={game}",
             f"run.seed={seed}",
+            *sets,
         ],
     )
     observers: list[Any] = []
@@ -622,6 +629,14 @@ def main() -> None:
         default=None,
         help="runs to play per seed: ocr (reader on), none (off), signal (on + text progress)",
     )
+    ap.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="SECTION.FIELD=VALUE",
+        help="runs: a config override for every run, e.g. perception.reader_whole_lines=true",
+    )
     ap.add_argument("--trials", type=int, default=10, help="grounding: screens per variant")
     ap.add_argument("--names", action="store_true", help="print every stored skill's name")
     args = ap.parse_args()
@@ -643,7 +658,9 @@ def main() -> None:
                 known = {"ocr": (True, False), "none": (False, False), "signal": (True, True)}
                 arms = [known[n] for n in dict.fromkeys(names)]
                 for reader, signal in arms:
-                    r = one_run(game, seed, args.steps, reader, args.brain_labels, signal)
+                    r = one_run(
+                        game, seed, args.steps, reader, args.brain_labels, signal, tuple(args.sets)
+                    )
                     rows.append(r)
                     print(
                         f"{game} seed {seed} reader={'ocr' if reader else 'none'}"

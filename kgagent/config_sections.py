@@ -171,6 +171,12 @@ class PerceptionConfig:
         0.8, "ours", "recognitions below this confidence are not labels", "[0, 1]"
     )
     reader_cache: int = param(4096, "ours", "readings kept, by crop content", ">= 1")
+    reader_whole_lines: bool = param(
+        False,
+        "ours",
+        "experimental: a label the segmenter cut at a word gap is read as its whole line; off:"
+        " exact labels rose, but civ turns fell (docs/perception.md 'Labels cut at a word gap')",
+    )
 
 
 @dataclass

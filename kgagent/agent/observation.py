@@ -286,7 +286,7 @@ class Observer:
             readings = self.reader.read([segs[i].crop for i in todo])
             for i, r in zip(todo, readings, strict=True):
                 labels[i] = r.text
-            if image is not None:
+            if image is not None and self.cfg.perception.reader_whole_lines:
                 self._whole_lines(image, segs, labels, todo)
             self.reading_s += time.perf_counter() - t0
         return labels

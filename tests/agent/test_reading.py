@@ -358,6 +358,9 @@ def test_a_label_the_segmenter_cut_at_a_word_gap_names_the_control_by_its_whole_
     """The OpenCV segmenter finds a two-word label's words as objects of their own; each
     is named by the whole line it is a piece of, not by its word."""
     items = [("Start new game", (120, 140, 320, 44)), ("Quit", (500, 140, 170, 44))]
+    cut = [o for o in observer(cfg, mem, reader).segment(panel(items)) if o.label]
+    assert {label_key(o.label) for o in cut} >= {"start", "game"}  # off (the default): words
+    cfg.perception.reader_whole_lines = True
     obs = observer(cfg, mem, reader)
     objs = obs.segment(panel(items))
     labelled = {label_key(o.label) for o in objs if o.label}
