@@ -4,10 +4,18 @@ Workers are spawned (not forked), so a cell starts from a clean interpreter as
 ``kgagent play`` does. At most ``jobs`` cells are handed out at once, so "running"
 on the bar is exact. A worker that dies (killed, out of memory) fails its cell
 with one line and the pool is started again for the cells that remain.
+
+A worker whose parent dies (the grid killed by SIGTERM or SIGKILL, which no ``finally``
+sees) sends itself SIGTERM within a second: stopping ``kgagent bench`` stops its cells,
+instead of leaving them to run to their end unseen.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 import traceback
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -29,7 +37,12 @@ def run_local(
     outcomes: list[dict[str, Any]] = []
     ctx = get_context("spawn")
     while pending:
-        pool = ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx)
+        pool = ProcessPoolExecutor(
+            max_workers=max(1, jobs),
+            mp_context=ctx,
+            initializer=_follow_parent,
+            initargs=(os.getpid(),),
+        )
         inflight: dict[Future, tuple[Cell, Path]] = {}
         broken = False
         try:
@@ -55,6 +68,22 @@ def run_local(
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     return outcomes
+
+
+PARENT_POLL_S = 1.0
+
+
+def _follow_parent(parent: int) -> None:
+    """In a worker: end this process soon after ``parent`` is gone (re-parented)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os.kill(os.getpid(), signal.SIGTERM)  # the cell's own handlers may clean up
+        time.sleep(10 * PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="kgagent-follow-parent", daemon=True).start()
 
 
 def _lost(cell: Cell, folder: Path, e: BaseException) -> dict[str, Any]:

@@ -180,3 +180,78 @@ def test_ray_local_cluster_gives_the_same_figures(ran: dict) -> None:
     assert set(merged) == {"m.cardgame.full.offline", "m.cardgame.no_graph.offline"}
     assert merged["m.cardgame.full.offline"]["sources"] == "2"
     assert (out / "merged" / "m.cardgame.full.offline" / "manifest.json").is_file()
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_killing_the_grid_stops_its_cells(tmp_path: Path) -> None:
+    """SIGKILL on `kgagent bench` runs no cleanup of its own: its workers end themselves."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec = tmp_path / "grid.toml"
+    spec.write_text(
+        'name = "long"\nenvs = ["cardgame"]\nsteps = 5000\nmethods = ["random"]\nseeds = [0]\n'
+    )
+    bench = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kgagent.cli.main",
+            "bench",
+            str(spec),
+            "--out",
+            str(tmp_path / "r"),
+            "--jobs",
+            "1",
+            "--no-plots",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        workers: list[int] = []
+        while time.monotonic() < deadline and not workers:
+            time.sleep(0.5)
+            workers = [
+                p
+                for p in _children(bench.pid)
+                if "spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
+            ]
+        assert workers, "no worker process started"
+        time.sleep(2.0)  # the cell is running
+        bench.send_signal(signal.SIGKILL)
+        bench.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(_alive(p) for p in workers):
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in workers), "a worker outlived the killed grid"
+    finally:
+        try:
+            os.killpg(bench.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
