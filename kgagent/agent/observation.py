@@ -298,8 +298,9 @@ class Observer:
 
         The segmenter can cut one label at its word gaps; the reader then names a
         control by half its text. The line is followed on the screen by glyph geometry
-        (:func:`kgagent.perception.reader.line_around`) and read; its reading replaces the piece's only when it
-        contains the piece (a line that reads as something else is not trusted)."""
+        (:func:`kgagent.perception.reader.line_around`) and read; its reading replaces
+        the piece's only when it contains the piece (a line that reads as something else
+        is not trusted). Only with ``perception.reader_whole_lines`` on."""
         if image.ndim != 3:
             return
         pieces, crops = [], []

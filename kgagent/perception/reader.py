@@ -21,8 +21,9 @@ same components give the word gaps, which put back the spaces the recogniser dro
 
 A segmenter may cut one label at its word gaps (``End`` and ``Turn`` of one button).
 :func:`line_around` follows such a piece along its row on the screen, with the same glyph
-rules, to the whole line; the observer reads that line and names the piece by it when the
-line's reading contains the piece's.
+rules, to the whole line. With ``perception.reader_whole_lines`` on (experimental, off by
+default) the observer reads that line and names the piece by it when the line's reading
+contains the piece's.
 
 What is kept (the sanity filter): a confidence of at least
 ``perception.reader_min_confidence`` and at least one letter or digit. Everything here
@@ -315,8 +316,7 @@ def line_around(image: np.ndarray, box: Sequence[int]) -> tuple[int, int, int, i
     H, W = image.shape[:2]
     if w <= 0 or h < MIN_GLYPH_H:
         return None
-    pad = max(2, int(round(LINE_MARGIN * h)))
-    y0, y1 = max(0, y - pad), min(H, y + h + pad)
+    y0, y1 = _band(y, h, H)
     reach = 4 * h
     while True:
         x0, x1 = max(0, x - reach), min(W, x + w + reach)  # rows y0:y1 only (LineCache)
@@ -351,6 +351,12 @@ def line_around(image: np.ndarray, box: Sequence[int]) -> tuple[int, int, int, i
     return (left, top, right - left, bottom - top)
 
 
+def _band(y: int, h: int, height: int) -> tuple[int, int]:
+    """The screen rows :func:`line_around` looks at for a box at ``y`` of height ``h``."""
+    pad = max(2, int(round(LINE_MARGIN * h)))
+    return max(0, y - pad), min(height, y + h + pad)
+
+
 def _ink_between(row: list[tuple[int, int, int, int]], x0: int, x1: int) -> int:
     return sum(max(0, min(g[0] + g[2], x1) - max(g[0], x0)) for g in row)
 
@@ -366,8 +372,8 @@ class LineCache:
 
     def around(self, image: np.ndarray, box: Sequence[int]) -> tuple[int, int, int, int] | None:
         x, y, w, h = (int(v) for v in box)
-        pad = max(2, int(round(LINE_MARGIN * h)))
-        band = image[max(0, y - pad) : y + h + pad]
+        y0, y1 = _band(y, h, image.shape[0])
+        band = image[y0:y1]
         d = hashlib.blake2b(digest_size=16)
         d.update(repr((x, y, w, h, image.shape)).encode())
         d.update(np.ascontiguousarray(band).tobytes())
