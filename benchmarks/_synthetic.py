@@ -180,8 +180,15 @@ def build(
     )  # fmt: skip
 
 
-def write_parquet(syn: Synthetic, folder: Path, now: float) -> dict[str, Path]:
-    """One parquet file per table, columns in the order of migrations/0001_initial.cypher."""
+def write_parquet(
+    syn: Synthetic, folder: Path, now: float, schema: dict[str, list[tuple[str, str]]]
+) -> dict[str, Path]:
+    """One parquet file per table, columns in the order of the memory's ``schema``.
+
+    ``schema``: per table, its properties (name, type) as the engine lists them
+    (:func:`table_schema`). A property the synthetic data does not fill (one a later
+    migration added, such as ``origin``) gets the empty value of its type.
+    """
     folder.mkdir(parents=True, exist_ok=True)
     n = len(syn.ids)
     ids = pa.array(syn.ids, pa.string())
@@ -242,6 +249,46 @@ def write_parquet(syn: Synthetic, folder: Path, now: float) -> dict[str, Path]:
     out = {}
     for name, tab in tables.items():
         p = folder / f"{name}.parquet"
-        pq.write_table(tab, p)
+        pq.write_table(_fit(tab, schema[name], name), p)
         out[name] = p
     return out
+
+
+_EMPTY = {
+    "STRING": ("", pa.string()),
+    "INT64": (0, pa.int64()),
+    "DOUBLE": (0.0, pa.float64()),
+    "BOOL": (False, pa.bool_()),
+}
+
+
+def table_schema(mem, tables: tuple[str, ...]) -> dict[str, list[tuple[str, str]]]:
+    """Each table's properties (name, type) in the engine's order, from ``table_info``.
+
+    A relationship table's rows start with its two end points (``from``, ``to``), which
+    ``table_info`` does not list.
+    """
+    out = {}
+    for t in tables:
+        rows = mem.cypher(f"CALL table_info('{t}') RETURN *")
+        props = [(r["name"], r["type"]) for r in rows]
+        if rows and "storage_direction" in rows[0]:
+            props = [("from", "STRING"), ("to", "STRING"), *props]
+        out[t] = props
+    return out
+
+
+def _fit(tab: pa.Table, props: list[tuple[str, str]], name: str) -> pa.Table:
+    cols, n = [], tab.num_rows
+    for prop, typ in props:
+        if prop in tab.column_names:
+            cols.append(tab.column(prop))
+        elif typ in _EMPTY:
+            value, arrow_type = _EMPTY[typ]
+            cols.append(pa.array([value] * n, arrow_type))
+        else:
+            raise SystemExit(f"{name}.{prop}: no synthetic value for a {typ} property")
+    extra = set(tab.column_names) - {p for p, _ in props}
+    if extra:
+        raise SystemExit(f"{name}: the memory has no property {sorted(extra)}")
+    return pa.table(cols, names=[p for p, _ in props])

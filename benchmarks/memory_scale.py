@@ -68,11 +68,13 @@ def build_memory(path: Path, syn: _synthetic.Synthetic, encoder, config, log) ->
 
     times: dict[str, float] = {}
     tm = Timer()
-    pq = _synthetic.write_parquet(syn, path.parent / (path.name + "-parquet"), time.time())
-    times["parquet"] = tm.lap()
+    tables = ("Skill", "State", "SIMILAR", "SKILL_EDGE")
     mem = Memory.open(path, config, encoder=encoder)
     times["create"] = tm.lap()
-    for table in ("Skill", "State", "SIMILAR", "SKILL_EDGE"):
+    schema = _synthetic.table_schema(mem, tables)
+    pq = _synthetic.write_parquet(syn, path.parent / (path.name + "-parquet"), time.time(), schema)
+    times["parquet"] = tm.lap()
+    for table in tables:
         mem.cypher(f"COPY {table} FROM '{pq[table]}'", write=True, allow_files=True)
         times[f"copy {table}"] = tm.lap()
         log(f"  COPY {table}: {times[f'copy {table}']:.1f} s")
