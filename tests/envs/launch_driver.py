@@ -9,11 +9,14 @@ environment in ``finally`` as the runner does.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import sys
 
 os.environ.pop("DISPLAY", None)
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks where it hangs
 
 from kgagent.actions import Action  # noqa: E402
 from kgagent.config import DesktopConfig  # noqa: E402

@@ -186,7 +186,13 @@ def test_stopping_kgagent_leaves_no_process_behind(tmp_path: Path, sig: int) -> 
         assert not _gone(pids["program"]) and not _gone(pids["xvfb"])
         time.sleep(0.3)  # in the middle of its key presses
         driver.send_signal(sig)
-        driver.wait(15)
+        try:
+            # close() takes at most stop_timeout_s (5 s) for the program and 2 s for Xvfb.
+            driver.wait(30)
+        except subprocess.TimeoutExpired:
+            driver.send_signal(signal.SIGUSR1)  # its stacks go to the captured stderr
+            time.sleep(1)
+            raise
         assert _wait(lambda: _gone(pids["program"]) and _gone(pids["xvfb"]), 10), pids
     finally:
         driver.kill()
