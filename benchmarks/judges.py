@@ -150,6 +150,11 @@ def one_run(
         if server is not None:
             server.stop()
     out = asdict(s)
+    from kgagent.bench.figures import run_figures
+
+    figures = run_figures(out, s.log_path)
+    if "achievements" in figures:  # Crafter: distinct achievements over the run
+        out["achievements"] = figures["achievements"]
     u = brain.usage
     out.update(
         judge=judge,
@@ -188,6 +193,16 @@ def paired_t(a: list[float], b: list[float]) -> str:
     return f"{m:+.2f} ± {se:.2f} SE, {t}, n = {len(d)} ({up} up, {down} down)"
 
 
+def measure(r: dict) -> float:
+    """What a run achieved: distinct achievements where the game lists them (Crafter, as
+    in the bench grid), else the game's progression."""
+    return float(r.get("achievements", r["progression"]))
+
+
+def measure_name(rows: list[dict]) -> str:
+    return "distinct achievements" if any("achievements" in r for r in rows) else "progression"
+
+
 def per_100(rows: list[dict], key: str, role: str) -> float:
     return statistics.fmean(100.0 * r[key].get(role, 0) / max(1, r["steps"]) for r in rows)
 
@@ -207,7 +222,8 @@ def table(results: list[dict]) -> str:
         tokens = statistics.fmean(r["tokens"] for r in rows)
         est = "~" if any(r["estimated_tokens"] for r in rows) else ""
         lines.append(
-            f"| {j} | {g} | {m} | {len(rows)} | {mean_se([r['progression'] for r in rows])} | "
+            f"| {j} | {g} | {m} | {len(rows)} | {mean_se([measure(r) for r in rows])}"
+            f"{' (achievements)' if measure_name(rows) != 'progression' else ''} | "
             f"{mean_se([r['score'] for r in rows], 1)} | "
             f"{statistics.fmean(r['library_size'] for r in rows):.1f} | {calls} | {reqs:.0f} | "
             f"{est}{tokens:.0f} | {statistics.fmean(r['cost_usd'] for r in rows):.4f} | "
@@ -240,8 +256,9 @@ def verdicts(results: list[dict]) -> str:
         seeds = sorted(set(full) & set(nog))
         if not seeds:
             continue
-        fp = [full[s]["progression"] for s in seeds]
-        npg = [nog[s]["progression"] for s in seeds]
+        fp = [measure(full[s]) for s in seeds]
+        npg = [measure(nog[s]) for s in seeds]
+        what = measure_name([full[s] for s in seeds])
         mf, mn = statistics.fmean(fp), statistics.fmean(npg)
         ratio = f"{mf / mn:.2f}×" if mn > 0 else ("∞" if mf > 0 else "—")
         rf = statistics.fmean(sum(full[s]["requests"].values()) / full[s]["steps"] for s in seeds)
@@ -251,7 +268,7 @@ def verdicts(results: list[dict]) -> str:
         calls = f"{100 * cf / cn:.0f} %" if cn else "—"
         reqs = f"{100 * rf / rn:.0f} %" if rn else "— (no requests)"
         out.append(
-            f"- {j} / {g}: progression full {mf:.2f} vs no_graph {mn:.2f} ({ratio}; target ≥ 1.3× "
+            f"- {j} / {g}: {what} full {mf:.2f} vs no_graph {mn:.2f} ({ratio}; target ≥ 1.3× "
             f"with the ground-truth judge); full − no_graph per seed {paired_t(npg, fp)}; "
             f"role calls full / no_graph {calls}, VLM requests {reqs} (target ≤ 50 %)"
         )
@@ -309,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
             results.append(r)
             print(
                 f"[{k}/{len(jobs)}] {r['judge']:7s} {r['env']:10s} {r['ablation']:8s} seed "
-                f"{r['seed']}: progression {r['progression']:g} score {r['score']:g} library "
+                f"{r['seed']}: progression {r['progression']:g} score {r['score']:g} "
+                + (f"achievements {r['achievements']} " if "achievements" in r else "")
+                + f"library "
                 f"{r['library_size']} requests {sum(r['requests'].values())} "
                 f"({r['duration_s']:.0f} s)",
                 file=sys.stderr,

@@ -140,3 +140,43 @@ def test_progress_signal_per_environment():
     other = GroundTruth(120.0, 5.0, extra={"env_steps": 120})
     assert js.progress_signal(other) == (5.0,)  # steps are not progress
     assert js.progressed((1.0, 5.0), (1.0, 6.0)) and not js.progressed((1.0, 5.0), (0.0, 5.0))
+
+
+def test_the_judge_report_compares_crafter_by_distinct_achievements() -> None:
+    judges = _load("judges")
+
+    def row(method: str, seed: int, progression: float, achievements: int | None) -> dict:
+        r = {
+            "judge": "truth",
+            "env": "gym:crafter",
+            "ablation": method,
+            "seed": seed,
+            "progression": progression,
+            "score": 0.0,
+            "library_size": 3,
+            "steps": 100,
+            "role_calls": {"evaluate": 50},
+            "requests": {"evaluate": 50},
+            "tokens": 0,
+            "estimated_tokens": 0,
+            "cost_usd": 0.0,
+            "judged": 0,
+            "judged_progressive": 0,
+            "misses": 0,
+        }
+        if achievements is not None:
+            r["achievements"] = achievements
+        return r
+
+    # progression (this episode's count at the end) says no_graph; the run says full
+    rows = [row("full", s, 0.0, 6) for s in range(3)] + [
+        row("no_graph", s, 2.0, 4) for s in range(3)
+    ]
+    verdict = judges.verdicts(rows)
+    assert "distinct achievements full 6.00 vs no_graph 4.00 (1.50×" in verdict
+    assert "(achievements)" in judges.table(rows)
+    # games without achievements keep their progression
+    plain = [{**r, "env": "civgame"} for r in rows]
+    for r in plain:
+        r.pop("achievements")
+    assert "progression full 0.00 vs no_graph 2.00" in judges.verdicts(plain)
