@@ -110,6 +110,7 @@ def one_run(
     from judge_server import GroundTruthJudge, JudgeServer, TruthRecorder
 
     from kgagent.agent.runner import Runner
+    from kgagent.bench.figures import run_figures
     from kgagent.brain import make_brain
     from kgagent.config import Config
     from kgagent.envs.registry import make_env
@@ -150,8 +151,6 @@ def one_run(
         if server is not None:
             server.stop()
     out = asdict(s)
-    from kgagent.bench.figures import run_figures
-
     figures = run_figures(out, s.log_path)
     if "achievements" in figures:  # Crafter: distinct achievements over the run
         out["achievements"] = figures["achievements"]
