@@ -468,6 +468,13 @@ class DesktopConfig:
         " 30 fps program",
         "> 0",
     )
+    capture_timeout_s: float = param(
+        10.0,
+        "ours",
+        "a screenshot the X display has not answered in this long (s) is an error: a capture"
+        " takes ~6 ms, so the display has hung",
+        "> 0",
+    )
     action_pause_s: float = param(
         0.0,
         "ours",

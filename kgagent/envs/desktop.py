@@ -18,8 +18,9 @@ gives the exit code), starts it again on ``reset()``, and stops everything at
 an error, not a loop.
 
 Keys that close windows or log out are refused unless allowed
-(:mod:`kgagent.envs.keyguard`). Capture uses ``PIL.ImageGrab`` on the named
-display (XCB, a few ms); input uses pyautogui through :mod:`kgagent.envs.xinput`,
+(:mod:`kgagent.envs.keyguard`). Capture reads the named display over an X
+connection of its own (:mod:`kgagent.envs.xcapture`: a few ms, and a hung display is
+an error, never a hang that Ctrl-C cannot stop); input uses pyautogui through :mod:`kgagent.envs.xinput`,
 the one place that touches pyautogui's process-wide settings. Nothing here reads
 or changes the process's ``DISPLAY`` beyond reading it as the default display.
 """
@@ -39,6 +40,7 @@ from kgagent.config import DesktopConfig
 from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.keyguard import closing_reason
 from kgagent.envs.launch import PrivateX, Program, default_program_log
+from kgagent.envs.xcapture import XCapture
 from kgagent.envs.xinput import PyAutoGUIInput
 from kgagent.envs.xwindows import Window, XWindows, match
 from kgagent.errors import ActionRefused, ConfigError, EnvironmentError_
@@ -95,6 +97,7 @@ class DesktopEnv(Env):
         self._xserver: PrivateX | None = None
         self._x: XWindows | None = None
         self._input: PyAutoGUIInput | None = None
+        self._capture: XCapture | None = None
         self._program: Program | None = None
         self._wid: int | None = None
         self._title = ""
@@ -287,15 +290,14 @@ class DesktopEnv(Env):
 
     # ------------------------------------------------------------ capture
     def _grab(self) -> np.ndarray:
-        from PIL import ImageGrab
-
         x, y, w, h = self._box
         sw, sh = self._screen_size
         x0, y0, x1, y1 = max(0, x), max(0, y), min(sw, x + w), min(sh, y + h)
         out = np.zeros((h, w, 3), np.uint8)
         if x1 > x0 and y1 > y0:
-            img = ImageGrab.grab(bbox=(x0, y0, x1, y1), xdisplay=self.display).convert("RGB")
-            out[y0 - y : y1 - y, x0 - x : x1 - x] = np.asarray(img)
+            if self._capture is None:  # after close() a bound env reconnects on its next use
+                self._capture = XCapture(self.display, self.config.capture_timeout_s)
+            out[y0 - y : y1 - y, x0 - x : x1 - x] = self._capture.grab((x0, y0, x1, y1))
         return out
 
     def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool]) -> None:
@@ -425,6 +427,9 @@ class DesktopEnv(Env):
         if self._input is not None:
             self._input.close()
             self._input = None
+        if self._capture is not None:
+            self._capture.close()
+            self._capture = None
         if self._x is not None:
             self._x.close()
             self._x = None
