@@ -17,6 +17,9 @@ import sys
 
 os.environ.pop("DISPLAY", None)
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks where it hangs
+# Ctrl-C as in a terminal: a test suite started in the background by a shell inherits
+# SIGINT ignored, and Python then installs no KeyboardInterrupt handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from kgagent.actions import Action  # noqa: E402
 from kgagent.config import DesktopConfig  # noqa: E402

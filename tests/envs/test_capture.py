@@ -68,8 +68,9 @@ def test_a_display_that_stops_answering_is_one_clear_error(private_x: PrivateX) 
 def test_ctrl_c_stops_a_capture_that_waits_on_a_hung_display(private_x: PrivateX) -> None:
     code = textwrap.dedent(
         f"""
-        import sys
+        import signal, sys
         from kgagent.envs.xcapture import XCapture
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
         cap = XCapture({private_x.display!r}, 60.0)
         cap.grab((0, 0, 10, 10))
         print("ready", flush=True)
