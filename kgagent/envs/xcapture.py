@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from kgagent.envs.xwindows import connect, disconnect
 from kgagent.errors import EnvironmentError_
 
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1
@@ -28,16 +29,10 @@ class XCapture:
 
     def __init__(self, display: str, timeout_s: float) -> None:
         from Xlib import X
-        from Xlib import display as xdisplay
 
         self.display = display
         self.timeout_s = timeout_s
-        try:
-            self.conn: Any = xdisplay.Display(display)
-        except Exception as e:  # noqa: BLE001 - any failure means "cannot connect"
-            raise EnvironmentError_(
-                f"cannot connect to X display {display!r} ({type(e).__name__}); is the X server running?"
-            ) from None
+        self.conn: Any = connect(display)
         screen = self.conn.screen()
         self.root = screen.root
         depth = screen.root_depth
@@ -92,7 +87,4 @@ class XCapture:
         return np.ascontiguousarray(bgrx[:, :, 2::-1])
 
     def close(self) -> None:
-        try:
-            self.conn.close()
-        except Exception:  # noqa: BLE001 - the server may be gone already
-            pass
+        disconnect(self.conn)

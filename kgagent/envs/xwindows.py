@@ -77,18 +77,31 @@ def match(query: str, windows: list[Window]) -> Window | None:
     return None
 
 
+def connect(display: str) -> Any:
+    """A python-xlib connection to X ``display``; failing to connect is one clear error."""
+    try:
+        from Xlib import display as xdisplay  # python-xlib
+
+        return xdisplay.Display(display)
+    except Exception as e:  # noqa: BLE001 - any failure means "cannot connect"
+        raise EnvironmentError_(
+            f"cannot connect to X display {display!r} ({type(e).__name__}); is the X server running?"
+        ) from None
+
+
+def disconnect(conn: Any) -> None:
+    """Close a connection from :func:`connect`; a server that is gone already is fine."""
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001 - the server may be gone already
+        pass
+
+
 class XWindows:
     """One connection to an X display, and the window queries made on it."""
 
     def __init__(self, display: str) -> None:
-        try:
-            from Xlib import display as xdisplay  # python-xlib
-
-            self.conn: Any = xdisplay.Display(display)
-        except Exception as e:  # noqa: BLE001 - any failure means "cannot connect"
-            raise EnvironmentError_(
-                f"cannot connect to X display {display!r} ({type(e).__name__}); is the X server running?"
-            ) from None
+        self.conn: Any = connect(display)
         self.display = display
         self.root = self.conn.screen().root
         atom = self.conn.intern_atom
@@ -104,10 +117,7 @@ class XWindows:
         return int(s.width_in_pixels), int(s.height_in_pixels)
 
     def close(self) -> None:
-        try:
-            self.conn.close()
-        except Exception:  # noqa: BLE001 - the server may be gone already
-            pass
+        disconnect(self.conn)
 
     # ------------------------------------------------------------ listing
     def windows(self) -> list[Window]:
