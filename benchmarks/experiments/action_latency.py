@@ -1,0 +1,75 @@
+"""How long one input takes on a real window, by part, read from finished runs' step logs.
+
+Each step log entry carries ``times_ms`` (settle, input, capture and perception,
+memory, brain, ...) for the whole step and the inputs its executions sent. An input's
+time is its step's total divided by the step's inputs; every input counts once, so
+the percentiles are over inputs, not steps. Parts are reported the same way
+(median per input).
+
+    env -u DISPLAY kgagent play --env desktop --launch "python -m crafter.run_gui --wait True" \\
+        --steps 100 --memory /tmp/lat --format json
+    .venv/bin/python benchmarks/experiments/action_latency.py '/tmp/lat/runs/*.jsonl'
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import sys
+from collections import Counter, defaultdict
+
+import numpy as np
+
+
+def per_input(files: list[str]) -> dict:
+    """Per-input times (ms) and part medians over the step logs ``files``."""
+    totals: list[float] = []
+    parts: dict[str, list[float]] = defaultdict(list)
+    kinds: Counter = Counter()
+    for f in files:
+        with open(f) as fh:
+            for line in fh:
+                r = json.loads(line)
+                if r.get("type") != "step":
+                    continue
+                n = sum(e.get("actions", 0) for e in r.get("executions", []))
+                if n <= 0:
+                    continue
+                times = r.get("times_ms") or {}
+                totals += [sum(times.values()) / n] * n
+                for part, ms in times.items():
+                    parts[part] += [ms / n] * n
+                for e in r.get("executions", []):
+                    for g in e.get("grounding", []):
+                        kinds[(g.get("action") or {}).get("kind", "none")] += 1
+    if not totals:
+        raise SystemExit("no step with an input in " + ", ".join(files))
+    t = np.array(totals)
+    return {
+        "inputs": len(t),
+        "p50_ms": round(float(np.percentile(t, 50)), 1),
+        "p95_ms": round(float(np.percentile(t, 95)), 1),
+        "mean_ms": round(float(t.mean()), 1),
+        "part_median_ms": {
+            k: round(float(np.median(v)), 1)
+            for k, v in sorted(parts.items(), key=lambda kv: -float(np.median(kv[1])))
+        },
+        "input_kinds": dict(kinds.most_common()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("logs", nargs="+", help="step logs (globs), e.g. '/tmp/lat/runs/*.jsonl'")
+    args = ap.parse_args(argv)
+    files = sorted({f for pattern in args.logs for f in glob.glob(pattern)})
+    if not files:
+        print(f"no step log matches {' '.join(args.logs)}", file=sys.stderr)
+        return 2
+    print(json.dumps(per_input(files), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

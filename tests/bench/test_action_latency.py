@@ -1,0 +1,52 @@
+"""benchmarks/experiments/action_latency.py: per-input times from step logs, each input counted once."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "experiments" / "action_latency.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("action_latency_experiment", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _step(times: dict[str, float], kinds: list[str]) -> dict:
+    grounding = [{"action": {"kind": k}} for k in kinds]
+    return {
+        "type": "step",
+        "times_ms": times,
+        "executions": [{"actions": len(kinds), "grounding": grounding}],
+    }
+
+
+def test_a_step_time_is_shared_by_its_inputs_and_every_input_counts_once(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    rows = [
+        {"type": "run"},
+        _step({"settle": 300.0, "memory": 30.0}, ["key", "key", "click"]),  # 110 ms an input
+        _step({"settle": 40.0, "memory": 10.0}, ["key"]),  # 50 ms
+        _step({"settle": 5.0}, []),  # no input: not counted
+        {"type": "summary"},
+    ]
+    log.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = _load().per_input([str(log)])
+    assert out["inputs"] == 4
+    assert out["p50_ms"] == 110.0  # three inputs at 110, one at 50
+    assert out["mean_ms"] == 95.0
+    assert out["part_median_ms"] == {"settle": 100.0, "memory": 10.0}
+    assert out["input_kinds"] == {"key": 3, "click": 1}
+
+
+def test_logs_without_an_input_are_a_clear_error(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    log.write_text(json.dumps(_step({"settle": 5.0}, [])) + "\n")
+    with pytest.raises(SystemExit, match="no step with an input"):
+        _load().per_input([str(log)])
