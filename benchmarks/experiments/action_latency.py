@@ -21,28 +21,25 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from kgagent.runlog import read_log
+
 
 def per_input(files: list[str]) -> dict:
     """Per-input times (ms) and part medians over the step logs ``files``."""
     totals: list[float] = []
     parts: dict[str, list[float]] = defaultdict(list)
     kinds: Counter = Counter()
-    for f in files:
-        with open(f) as fh:
-            for line in fh:
-                r = json.loads(line)
-                if r.get("type") != "step":
-                    continue
-                n = sum(e.get("actions", 0) for e in r.get("executions", []))
-                if n <= 0:
-                    continue
-                times = r.get("times_ms") or {}
-                totals += [sum(times.values()) / n] * n
-                for part, ms in times.items():
-                    parts[part] += [ms / n] * n
-                for e in r.get("executions", []):
-                    for g in e.get("grounding", []):
-                        kinds[(g.get("action") or {}).get("kind", "none")] += 1
+    for r in (step for f in files for step in read_log(f)[1]):
+        n = sum(e.get("actions", 0) for e in r.get("executions", []))
+        if n <= 0:
+            continue
+        times = r.get("times_ms") or {}
+        totals += [sum(times.values()) / n] * n
+        for part, ms in times.items():
+            parts[part] += [ms / n] * n
+        for e in r.get("executions", []):
+            for g in e.get("grounding", []):
+                kinds[(g.get("action") or {}).get("kind", "none")] += 1
     if not totals:
         raise SystemExit("no step with an input in " + ", ".join(files))
     t = np.array(totals)

@@ -19,6 +19,7 @@ import json
 from collections import Counter
 
 from kgagent.config import Config
+from kgagent.runlog import read_log
 
 KEYBOARD = ("key", "hotkey", "type")
 
@@ -31,28 +32,23 @@ def tally(files: list[str], min_change: float) -> dict:
     tried: Counter = Counter()
     changed: Counter = Counter()
     keys: Counter = Counter()
-    for f in files:
-        with open(f) as fh:
-            for line in fh:
-                r = json.loads(line)
-                if r.get("type") != "step":
-                    continue
-                steps += 1
-                ended[r["path"]] += 1
-                runs = r.get("executions", [])
-                hq_ran += any(e["path"] == "hq" for e in runs)
-                for e in runs:
-                    if e.get("evaluated"):
-                        executions[e["path"]] += 1
-                        progressive[e["path"]] += (e.get("r_progress") or 0) > 0
-                    for g in e.get("grounding", []):
-                        op = g["op"]
-                        dev = "keyboard" if op["kind"] in KEYBOARD else "pointer"
-                        tried[dev] += 1
-                        if g["change"] >= min_change:
-                            changed[dev] += 1
-                            if dev == "keyboard":
-                                keys[op.get("key") or op.get("text")] += 1
+    for r in (step for f in files for step in read_log(f)[1]):
+        steps += 1
+        ended[r["path"]] += 1
+        runs = r.get("executions", [])
+        hq_ran += any(e["path"] == "hq" for e in runs)
+        for e in runs:
+            if e.get("evaluated"):
+                executions[e["path"]] += 1
+                progressive[e["path"]] += (e.get("r_progress") or 0) > 0
+            for g in e.get("grounding", []):
+                op = g["op"]
+                dev = "keyboard" if op["kind"] in KEYBOARD else "pointer"
+                tried[dev] += 1
+                if g["change"] >= min_change:
+                    changed[dev] += 1
+                    if dev == "keyboard":
+                        keys[op.get("key") or op.get("text")] += 1
     return {
         "runs": len(files),
         "steps": steps,
