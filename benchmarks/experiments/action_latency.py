@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from kgagent.errors import ConfigError
 from kgagent.runlog import read_log
 
 
@@ -64,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         print(f"no step log matches {' '.join(args.logs)}", file=sys.stderr)
         return 2
-    print(json.dumps(per_input(files), indent=1))
+    try:
+        print(json.dumps(per_input(files), indent=1))
+    except ConfigError as e:  # a file that is not a step log
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

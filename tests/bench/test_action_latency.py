@@ -50,3 +50,11 @@ def test_logs_without_an_input_are_a_clear_error(tmp_path: Path) -> None:
     log.write_text(json.dumps(_step({"settle": 5.0}, [])) + "\n")
     with pytest.raises(SystemExit, match="no step with an input"):
         _load().per_input([str(log)])
+
+
+def test_a_file_that_is_not_a_step_log_is_one_error_line(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "notes.jsonl"
+    bad.write_text("not json\nnor this\n")
+    assert _load().main([str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "is not JSON" in err and "\n" not in err
