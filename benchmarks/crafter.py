@@ -20,6 +20,9 @@ Methods, on the same screen and the same action space:
   keys and the no-op) and picks one uniformly per step: Hafner's random baseline.
   Through the window, the no-op sends nothing (the game waits).
 
+``--variant NAME=METHOD:S.F=V[,S.F=V]`` also runs METHOD with those settings, reported
+as NAME and paired by seed with the baselines and with METHOD.
+
 With ``--rounds R`` each learning method plays R + 1 runs per seed that resume one
 memory (round 0 from an empty memory); the table is then per round.
 
@@ -46,6 +49,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -162,10 +166,12 @@ def one_run(
     workdir: str,
     overrides: list[str],
     rounds: int = 0,
+    variant: str | None = None,
 ) -> list[dict]:
-    """One method on one seed, ``rounds`` + 1 runs resuming one memory; one result per run."""
+    """One method on one seed, ``rounds`` + 1 runs resuming one memory; one result per run.
+    ``variant`` labels the runs in the report (default: the method)."""
     return [
-        _one_round(method, seed, steps, window, workdir, overrides, r)
+        _one_round(method, seed, steps, window, workdir, overrides, r, variant or method)
         for r in range(rounds + 1 if method in LEARNING else 1)
     ]
 
@@ -178,6 +184,7 @@ def _one_round(
     workdir: str,
     overrides: list[str],
     rnd: int,
+    label: str,
 ) -> dict:
     from kgagent.agent.runner import Runner
 
@@ -185,7 +192,7 @@ def _one_round(
     # Round r plays world seed 1000·r + seed: a resumed memory meets a new world.
     world = seed + 1000 * rnd
     cfg = _config(method, world, window, overrides)
-    log = Path(workdir) / f"{method}-{seed}-{rnd}.program.log"
+    log = Path(workdir) / f"{label}-{seed}-{rnd}.program.log"
     if window:
         from kgagent.envs.desktop import DesktopEnv, DesktopOptions
 
@@ -201,11 +208,11 @@ def _one_round(
     if method == "random_keys":
         _random_keys(env, steps, world, window)
     else:
-        memory = Path(workdir) / f"memory-{method}-{seed}"
+        memory = Path(workdir) / f"memory-{label}-{seed}"
         Runner(cfg, memory_path=memory, env=env, progress=False, log=lambda m: None).run(steps)
     episodes = parse_gui_log(log.read_text()) if window else env.episodes
     return {
-        "method": method,
+        "method": label,
         "seed": seed,
         "round": rnd,
         "steps": steps,
@@ -246,7 +253,7 @@ def paired(results: list[dict], a: str, b: str, rnd: int = 0) -> str:
     mean, se = statistics.fmean(d), statistics.stdev(d) / len(d) ** 0.5
     t = mean / se if se > 0 else float("inf") if mean else 0.0
     ma, mb = statistics.fmean(got[a][s] for s in seeds), statistics.fmean(got[b][s] for s in seeds)
-    ratio = f"{ma / mb:.2f}×" if mb else "∞"
+    ratio = f"{ma / mb:.2f}×" if mb else ("∞" if ma else "—")
     up = sum(x > 0 for x in d)
     return (
         f"{a} − {b} (round {rnd}): {mean:+.2f} ± {se:.2f} SE, t = {t:.2f}, n = {len(d)}; "
@@ -254,7 +261,11 @@ def paired(results: list[dict], a: str, b: str, rnd: int = 0) -> str:
     )
 
 
-def report(results: list[dict], methods: list[str], names: list[str]) -> str:
+def report(
+    results: list[dict], methods: list[str], names: list[str], variants: Sequence[Any] = ()
+) -> str:
+    """The table per method (and variant) and round, then the paired comparisons."""
+    methods = [*methods, *(v.name for v in variants)]
     lines = [
         "| method | round | distinct achievements per seed | mean ± SE | unlocks / 1,000 steps "
         "| episodes | world steps | Crafter score | achievements seen |",
@@ -282,9 +293,16 @@ def report(results: list[dict], methods: list[str], names: list[str]) -> str:
             f"| {crafter_score(episodes, names):.1f} % | {', '.join(seen) or '-'} |"
         )
     lines.append("")
-    for other in ("random", "random_keys", "no_graph", "no_similarity"):
-        if "full" in methods and other in methods:
-            lines.append("- " + paired(results, "full", other))
+    baselines = ("random", "random_keys", "no_graph", "no_similarity")
+    for v in ("full", *(v.name for v in variants)):
+        for other in baselines:
+            if v in methods and other in methods:
+                lines.append("- " + paired(results, v, other))
+    for v in variants:
+        if v.method in methods and v.method not in baselines:
+            lines.append("- " + paired(results, v.name, v.method))
+    for v in variants:
+        lines.append(f"- variant {v.name}: {v.method} with {', '.join(v.overrides)}")
     rounds = sorted({r["round"] for r in results if r["method"] == "full"})
     if len(rounds) > 1:
         first = {
@@ -337,6 +355,9 @@ def _versions() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from kgagent.bench.variants import Variant, add_arguments, parse_variants
+    from kgagent.errors import ConfigError
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3, help="seeds 1..N (default 3)")
     ap.add_argument("--steps", type=int, default=200, help="steps per run (default 200)")
@@ -354,9 +375,7 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="play Crafter's own window (launched on a private Xvfb)",
     )
-    ap.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="SECTION.FIELD=VALUE"
-    )
+    add_arguments(ap, paired_with="the baselines")
     args = ap.parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     bad = [m for m in methods if m not in METHODS]
@@ -364,11 +383,16 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(
             f"need --seeds >= 1, --steps >= 1 and methods among {', '.join(METHODS)} (got {bad or methods})"
         )
+    try:
+        variants = parse_variants(args.variants, METHODS)
+    except ConfigError as e:
+        ap.error(str(e))
     import crafter
 
     names = list(crafter.constants.achievements)
     workdir = tempfile.mkdtemp(prefix="kgagent-crafter-")
-    jobs = [(m, s) for m in methods for s in range(1, args.seeds + 1)]
+    arms = [Variant(m, m) for m in methods] + variants
+    jobs = [(v, s) for v in arms for s in range(1, args.seeds + 1)]
     mode = (
         "Crafter's window (crafter.run_gui --wait True, private Xvfb)"
         if args.window
@@ -384,19 +408,23 @@ def main(argv: list[str] | None = None) -> None:
     print(f"versions: python {sys.version.split()[0]}, {_versions()}")
     results: list[dict] = []
     t0 = time.perf_counter()
-    run = (args.steps, args.window, workdir, args.overrides, args.rounds)
+    run = (args.steps, args.window, workdir)
+
+    def arm(v: Any, s: int) -> tuple:
+        return (v.method, s, *run, [*args.overrides, *v.overrides], args.rounds, v.name)
+
     if args.jobs <= 1:
-        for i, (m, s) in enumerate(jobs, 1):
-            results += one_run(m, s, *run)
+        for i, (v, s) in enumerate(jobs, 1):
+            results += one_run(*arm(v, s))
             _progress(results[-1], i, len(jobs))
     else:
         with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
-            futs = [pool.submit(one_run, m, s, *run) for m, s in jobs]
+            futs = [pool.submit(one_run, *arm(v, s)) for v, s in jobs]
             for i, f in enumerate(futs, 1):
                 results += f.result()
                 _progress(results[-1], i, len(jobs))
     print()
-    print(report(results, methods, names))
+    print(report(results, methods, names, variants))
     print(f"\n{len(jobs)} runs in {time.perf_counter() - t0:.0f} s")
 
 

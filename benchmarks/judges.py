@@ -15,12 +15,15 @@ much of the gain is the SA-KG and how much the judge. This runs the same grid
     python benchmarks/judges.py --games cardgame,civgame,gym:crafter --seeds 10 --steps 300 --jobs 2
     python benchmarks/judges.py --judges vlm --vlm-url http://localhost:8000/v1 \\
         --vlm-model Qwen/Qwen2.5-VL-7B-Instruct --seeds 3
+    python benchmarks/judges.py --judges truth --methods full,no_graph --seeds 10 --steps 300 \\
+        --variant state_off=full:rewards.use_state=false       # one setting's effect, paired
 
 Reported per judge, game and method: progression and score (mean ± SE over seeds),
 the library size, brain role calls per 100 steps per role (what the agent asked),
 VLM requests per 100 steps (what went to an endpoint; retries included), tokens
-(``~`` marks estimates) and cost; then full vs no_graph per judge and game: the
-ratio of means (target ≥ 1.3 with the ground-truth judge), the paired difference
+(``~`` marks estimates) and cost; then, per judge and game, each method and variant
+(``--variant``: a method with its own settings) vs no_graph, and each variant vs its
+method: the ratio of means (target ≥ 1.3 with the ground-truth judge), the paired difference
 (mean ± SE, t) and the ratio of VLM requests (target ≤ 50 %). For the ground-truth
 judge, "judged progressive" is how many of its ``evaluate`` answers said yes (how
 sparse the signal is), and a *miss* is an ``evaluate`` whose screenshot the server
@@ -36,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -45,6 +49,10 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 
 from learning import machine, versions  # noqa: E402 - benchmarks/ is not a package
+
+from kgagent.bench.variants import Variant, add_arguments, parse_variants  # noqa: E402
+from kgagent.config_sections import ABLATIONS  # noqa: E402
+from kgagent.errors import ConfigError  # noqa: E402
 
 METHODS = ("full", "no_graph", "random")
 JUDGES = ("offline", "truth", "vlm")
@@ -103,8 +111,10 @@ def one_run(
     memory: str,
     overrides: list[str],
     vlm: dict[str, str | None],
+    variant: str | None = None,
 ) -> dict[str, Any]:
-    """One run in a fresh memory under ``judge``; the RunSummary plus the judge's counts."""
+    """One run in a fresh memory under ``judge``; the RunSummary plus the judge's counts.
+    ``variant`` labels the run in the report (default: the method)."""
     from dataclasses import asdict
 
     from judge_server import GroundTruthJudge, JudgeServer, TruthRecorder
@@ -157,6 +167,7 @@ def one_run(
     u = brain.usage
     out.update(
         judge=judge,
+        variant=variant or method,
         role_calls=dict(brain.calls),
         requests=dict(getattr(brain.inner, "requests_by_role", {})),
         estimated_tokens=u.estimated_tokens,
@@ -206,16 +217,19 @@ def per_100(rows: list[dict], key: str, role: str) -> float:
     return statistics.fmean(100.0 * r[key].get(role, 0) / max(1, r["steps"]) for r in rows)
 
 
-def table(results: list[dict]) -> str:
+def table(results: list[dict], labels: Sequence[str] = METHODS) -> str:
+    """One row per judge, game and method or variant (``labels`` gives their order)."""
     head = (
         "| judge | game | method | seeds | progression | score | library | role calls / 100 "
         "steps (d e c r k) | VLM requests / 100 steps | tokens / run | $ / run | judged "
         "progressive | misses |"
     )
     lines = [head, "|" + "---|" * 13]
-    keys = sorted({(r["judge"], r["env"], r["ablation"]) for r in results}, key=_order)
+    keys = sorted(
+        {(r["judge"], r["env"], r["variant"]) for r in results}, key=lambda k: _order(k, labels)
+    )
     for j, g, m in keys:
-        rows = [r for r in results if (r["judge"], r["env"], r["ablation"]) == (j, g, m)]
+        rows = [r for r in results if (r["judge"], r["env"], r["variant"]) == (j, g, m)]
         calls = " ".join(f"{per_100(rows, 'role_calls', k):.0f}" for k in ROLES)
         reqs = sum(per_100(rows, "requests", k) for k in ROLES)
         tokens = statistics.fmean(r["tokens"] for r in rows)
@@ -237,41 +251,60 @@ def _share(rows: list[dict], key: str) -> str:
     return f"{sum(r[key] for r in rows)} / {judged}" if judged else "-"
 
 
-def _order(k: tuple[str, str, str]) -> tuple[int, str, int]:
+def _order(k: tuple[str, str, str], labels: Sequence[str] = METHODS) -> tuple[int, str, int, str]:
+    """Judges in their fixed order, then games, then methods and variants as ``labels``
+    lists them (any other after, by name)."""
     j, g, m = k
-    return (JUDGES.index(j) if j in JUDGES else 9, g, METHODS.index(m) if m in METHODS else 9)
+    rank = list(labels).index(m) if m in labels else len(labels)
+    return (JUDGES.index(j) if j in JUDGES else 9, g, rank, m)
 
 
-def verdicts(results: list[dict]) -> str:
+def verdicts(
+    results: list[dict], variants: Sequence[Variant] = (), labels: Sequence[str] = METHODS
+) -> str:
+    """Per judge and game: every learning method and variant against ``no_graph``, and
+    each variant against the method it varies (paired by seed), in ``labels``' order."""
+    base = {v.name: v.method for v in variants}
     out = []
     for j, g in sorted({(r["judge"], r["env"]) for r in results}, key=lambda k: _order((*k, ""))):
-
-        def by_seed(m: str, j: str = j, g: str = g) -> dict[int, dict]:
-            return {
-                r["seed"]: r for r in results if (r["judge"], r["env"], r["ablation"]) == (j, g, m)
-            }
-
-        full, nog = by_seed("full"), by_seed("no_graph")
-        seeds = sorted(set(full) & set(nog))
-        if not seeds:
-            continue
-        fp = [measure(full[s]) for s in seeds]
-        npg = [measure(nog[s]) for s in seeds]
-        what = measure_name([full[s] for s in seeds])
-        mf, mn = statistics.fmean(fp), statistics.fmean(npg)
-        ratio = f"{mf / mn:.2f}×" if mn > 0 else ("∞" if mf > 0 else "—")
-        rf = statistics.fmean(sum(full[s]["requests"].values()) / full[s]["steps"] for s in seeds)
-        rn = statistics.fmean(sum(nog[s]["requests"].values()) / nog[s]["steps"] for s in seeds)
-        cf = statistics.fmean(sum(full[s]["role_calls"].values()) / full[s]["steps"] for s in seeds)
-        cn = statistics.fmean(sum(nog[s]["role_calls"].values()) / nog[s]["steps"] for s in seeds)
-        calls = f"{100 * cf / cn:.0f} %" if cn else "—"
-        reqs = f"{100 * rf / rn:.0f} %" if rn else "— (no requests)"
-        out.append(
-            f"- {j} / {g}: {what} full {mf:.2f} vs no_graph {mn:.2f} ({ratio}; target ≥ 1.3× "
-            f"with the ground-truth judge); full − no_graph per seed {paired_t(npg, fp)}; "
-            f"role calls full / no_graph {calls}, VLM requests {reqs} (target ≤ 50 %)"
-        )
+        ran = {r["variant"] for r in results if (r["judge"], r["env"]) == (j, g)}
+        for a in sorted(ran - {"no_graph", "random"}, key=lambda m: _order((j, g, m), labels)):
+            for b in ("no_graph", base.get(a)):
+                if b in ran:
+                    out += _versus(results, j, g, a, b)
     return "\n".join(out)
+
+
+def _versus(results: list[dict], j: str, g: str, a: str, b: str) -> list[str]:
+    """One line: ``a`` vs ``b`` under judge ``j`` on game ``g``, paired by seed."""
+
+    def by_seed(m: str) -> dict[int, dict]:
+        return {r["seed"]: r for r in results if (r["judge"], r["env"], r["variant"]) == (j, g, m)}
+
+    ra, rb = by_seed(a), by_seed(b)
+    seeds = sorted(set(ra) & set(rb))
+    if not seeds:
+        return []
+    pa = [measure(ra[s]) for s in seeds]
+    pb = [measure(rb[s]) for s in seeds]
+    what = measure_name([ra[s] for s in seeds])
+    ma, mb = statistics.fmean(pa), statistics.fmean(pb)
+    ratio = f"{ma / mb:.2f}×" if mb > 0 else ("∞" if ma > 0 else "—")
+
+    def per_step(rows: dict[int, dict], key: str) -> float:
+        return statistics.fmean(sum(rows[s][key].values()) / rows[s]["steps"] for s in seeds)
+
+    qa, qb = per_step(ra, "requests"), per_step(rb, "requests")
+    ca, cb = per_step(ra, "role_calls"), per_step(rb, "role_calls")
+    calls = f"{100 * ca / cb:.0f} %" if cb else "—"
+    reqs = f"{100 * qa / qb:.0f} %" if qb else "— (no requests)"
+    targets = b == "no_graph"
+    return [
+        f"- {j} / {g}: {what} {a} {ma:.2f} vs {b} {mb:.2f} ({ratio}"
+        + ("; target ≥ 1.3× with the ground-truth judge" if targets else "")
+        + f"); {a} − {b} per seed {paired_t(pb, pa)}; role calls {a} / {b} {calls}, "
+        f"VLM requests {reqs}" + (" (target ≤ 50 %)" if targets else "")
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,11 +320,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vlm-url", default=None, help="a real model's OpenAI-compatible base URL")
     ap.add_argument("--vlm-model", default=None)
     ap.add_argument("--vlm-key-env", default=None, help="variable holding its key (if any)")
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="S.F=V")
+    add_arguments(ap, paired_with="no_graph")
     ap.add_argument("--write", default=None, help="write the Markdown report to this file")
     args = ap.parse_args(argv)
     games = [g for g in args.games.split(",") if g]
     methods = [m for m in args.methods.split(",") if m]
+    bad = [m for m in methods if m not in ABLATIONS]
+    if bad:
+        ap.error(f"unknown method(s) {', '.join(bad)}; known: {', '.join(ABLATIONS)}")
+    try:
+        variants = parse_variants(args.variants, ABLATIONS)
+    except ConfigError as e:
+        ap.error(str(e))
     judges = args.judges.split(",") if args.judges else ["offline", "truth"]
     if args.vlm_url and not args.judges:
         judges.append("vlm")
@@ -303,28 +343,39 @@ def main(argv: list[str] | None = None) -> int:
     vlm = {"url": args.vlm_url, "model": args.vlm_model, "key_env": args.vlm_key_env}
     tmp = Path(tempfile.mkdtemp(prefix="kgagent-judges-"))
     t0 = time.time()
-    grid = [(j, g, m, s) for j in judges for g in games for m in methods for s in range(args.seeds)]
+    arms = [Variant(m, m) for m in methods] + variants
+    grid = [(j, g, v, s) for j in judges for g in games for v in arms for s in range(args.seeds)]
     print(f"{len(grid)} runs of {args.steps} steps; memories in {tmp}", file=sys.stderr)
     results = []
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         jobs = [
             pool.submit(
-                one_run, j, g, m, s, args.steps, str(tmp / f"{j}-{g}-{m}-{s}"), args.overrides, vlm
+                one_run,
+                j,
+                g,
+                v.method,
+                s,
+                args.steps,
+                str(tmp / f"{j}-{g}-{v.name}-{s}"),
+                [*args.overrides, *v.overrides],
+                vlm,
+                v.name,
             )
-            for j, g, m, s in grid
+            for j, g, v, s in grid
         ]
         failed: list[str] = []
         for k, (job, key) in enumerate(zip(jobs, grid), 1):
             try:
                 r = job.result()
             except Exception as e:  # noqa: BLE001 - one broken run must not lose the grid
-                line = f"{' '.join(map(str, key))}: {type(e).__name__}: {e}"
+                j, g, v, s = key
+                line = f"{j} {g} {v.name} {s}: {type(e).__name__}: {e}"
                 failed.append(line)
                 print(f"[{k}/{len(jobs)}] FAILED {line}", file=sys.stderr)
                 continue
             results.append(r)
             print(
-                f"[{k}/{len(jobs)}] {r['judge']:7s} {r['env']:10s} {r['ablation']:8s} seed "
+                f"[{k}/{len(jobs)}] {r['judge']:7s} {r['env']:10s} {r['variant']:8s} seed "
                 f"{r['seed']}: progression {r['progression']:g} score {r['score']:g} "
                 + (f"achievements {r['achievements']} " if "achievements" in r else "")
                 + f"library "
@@ -335,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     cmd = "python benchmarks/judges.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     report = [
         f"command: `{cmd}`",
-        f"grid: judges {', '.join(judges)} × {', '.join(games)} × {', '.join(methods)} × "
+        f"grid: judges {', '.join(judges)} × {', '.join(games)} × "
+        f"{', '.join(v.name for v in arms)} × "
         f"{args.seeds} seed(s) × {args.steps} steps; pixel encoder, OpenCV segmenter; "
         f"wall {(time.time() - t0) / 60:.1f} min; {time.strftime('%Y-%m-%d')}",
         f"versions: {versions()}",
@@ -343,12 +395,18 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "## Per judge and method (mean ± SE over seeds)",
         "",
-        table(results),
+        table(results, [v.name for v in arms]),
         "",
-        "## full vs no_graph (paired by seed)",
+        "## Paired by seed: each method vs no_graph, each variant vs its method",
         "",
-        verdicts(results),
+        verdicts(results, variants, [v.name for v in arms]),
     ]
+    if variants:
+        report += [
+            "",
+            "Variants:",
+            *(f"- {v.name}: {v.method} with {', '.join(v.overrides)}" for v in variants),
+        ]
     if failed:
         report += ["", f"## Failed runs ({len(failed)})", "", *(f"- {x}" for x in failed)]
     text = "\n".join(report)

@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import sys
 from collections import Counter
 
 from kgagent.config import Config
+from kgagent.errors import ConfigError
 from kgagent.runlog import read_log
 
 KEYBOARD = ("key", "hotkey", "type")
@@ -62,16 +64,24 @@ def tally(files: list[str], min_change: float) -> dict:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("groups", nargs="+", help="NAME=GLOB of step logs (JSONL)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     min_change = Config().augment.min_change
     for group in args.groups:
         name, _, pattern = group.partition("=")
         files = sorted(glob.glob(pattern or name))
-        print(json.dumps({"group": name, **tally(files, min_change)}, indent=1))
+        if not files:
+            print(f"error: no step log matches {pattern or name}", file=sys.stderr)
+            return 2
+        try:
+            print(json.dumps({"group": name, **tally(files, min_change)}, indent=1))
+        except ConfigError as e:  # a file that is not a step log
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

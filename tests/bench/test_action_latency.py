@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "experiments" / "action_latency.py"
+from . import load_experiment
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("action_latency_experiment", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_experiment("action_latency")
 
 
 def _step(times: dict[str, float], kinds: list[str]) -> dict:

@@ -142,28 +142,37 @@ def test_progress_signal_per_environment():
     assert js.progressed((1.0, 5.0), (1.0, 6.0)) and not js.progressed((1.0, 5.0), (0.0, 5.0))
 
 
+def _result(
+    variant: str, method: str, seed: int, progression: float, env: str, requests: int = 50
+) -> dict:
+    """One run's result as benchmarks/judges.py's ``one_run`` returns it (the fields its
+    report reads); ``requests`` evaluate calls, each sent to the endpoint once."""
+    return {
+        "judge": "truth",
+        "env": env,
+        "ablation": method,
+        "variant": variant,
+        "seed": seed,
+        "progression": progression,
+        "score": 0.0,
+        "library_size": 3,
+        "steps": 100,
+        "role_calls": {"evaluate": requests},
+        "requests": {"evaluate": requests},
+        "tokens": 0,
+        "estimated_tokens": 0,
+        "cost_usd": 0.0,
+        "judged": 0,
+        "judged_progressive": 0,
+        "misses": 0,
+    }
+
+
 def test_the_judge_report_compares_crafter_by_distinct_achievements() -> None:
     judges = _load("judges")
 
     def row(method: str, seed: int, progression: float, achievements: int | None) -> dict:
-        r = {
-            "judge": "truth",
-            "env": "gym:crafter",
-            "ablation": method,
-            "seed": seed,
-            "progression": progression,
-            "score": 0.0,
-            "library_size": 3,
-            "steps": 100,
-            "role_calls": {"evaluate": 50},
-            "requests": {"evaluate": 50},
-            "tokens": 0,
-            "estimated_tokens": 0,
-            "cost_usd": 0.0,
-            "judged": 0,
-            "judged_progressive": 0,
-            "misses": 0,
-        }
+        r = _result(method, method, seed, progression, env="gym:crafter")
         if achievements is not None:
             r["achievements"] = achievements
         return r
@@ -180,3 +189,26 @@ def test_the_judge_report_compares_crafter_by_distinct_achievements() -> None:
     for r in plain:
         r.pop("achievements")
     assert "progression full 0.00 vs no_graph 2.00" in judges.verdicts(plain)
+
+
+def test_a_variant_is_paired_with_no_graph_and_with_the_method_it_varies() -> None:
+    judges = _load("judges")
+    from kgagent.bench.variants import Variant
+
+    def row(variant: str, method: str, seed: int, progression: float) -> dict:
+        requests = 40 if method != "no_graph" else 80
+        return _result(variant, method, seed, progression, env="cardgame", requests=requests)
+
+    rows = (
+        [row("full", "full", s, 2.0) for s in range(3)]
+        + [row("no_graph", "no_graph", s, 4.0) for s in range(3)]
+        + [row("greedy", "full", s, 3.0 + s) for s in range(3)]
+    )
+    lines = judges.verdicts(rows, [Variant("greedy", "full", ("memory.c0=0.5",))]).splitlines()
+    assert len(lines) == 3
+    assert "progression full 2.00 vs no_graph 4.00 (0.50×" in lines[0]
+    assert "greedy 4.00 vs no_graph 4.00 (1.00×" in lines[1] and "VLM requests 50 %" in lines[1]
+    assert "greedy 4.00 vs full 2.00 (2.00×)" in lines[2]
+    assert "greedy − full per seed +2.00 ± 0.58 SE" in lines[2] and "target" not in lines[2]
+    table = judges.table(rows)
+    assert table.index("| full |") < table.index("| no_graph |") < table.index("| greedy |")

@@ -46,3 +46,24 @@ def test_gui_log_episodes_follow_starts_and_deaths(bench) -> None:
         ]
     )
     assert bench.parse_gui_log(log) == [["collect_wood"], ["wake_up", "collect_sapling"], []]
+
+
+def test_a_variant_is_reported_and_paired_with_the_baselines_and_its_method(bench) -> None:
+    from kgagent.bench.variants import Variant
+
+    def run(method: str, seed: int, got: list[str]) -> dict:
+        return {"method": method, "seed": seed, "round": 0, "steps": 100, "episodes": [got]}
+
+    results = [run("full", s, ["a0"]) for s in (1, 2)]
+    results += [run("random", s, []) for s in (1, 2)]
+    results += [run("greedy", s, ["a0", "a1"][:s]) for s in (1, 2)]
+    for r in results:
+        r["world_steps"] = 100
+    text = bench.report(
+        results, ["full", "random"], NAMES, [Variant("greedy", "full", ("memory.c0=0.5",))]
+    )
+    assert "| greedy | 0 | 1 / 2 | 1.50 ± 0.50 |" in text
+    assert "- full − random (round 0): +1.00" in text
+    assert "- greedy − random (round 0): +1.50 ± 0.50 SE" in text
+    assert "- greedy − full (round 0): +0.50 ± 0.50 SE" in text
+    assert "- variant greedy: full with memory.c0=0.5" in text
