@@ -14,8 +14,10 @@ the benchmarks, ``kgagent view``) needs neither OpenCV nor torch.
 
 from __future__ import annotations
 
+import glob
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -291,6 +293,16 @@ def read_log(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, An
     if header is None and not steps and summary is None:
         raise ConfigError(f"{p} holds no kgagent step log lines")
     return header, steps, summary
+
+
+def step_logs(patterns: Iterable[str]) -> list[str]:
+    """The files the globs ``patterns`` match, sorted, each once; a :class:`ConfigError`
+    when none matches (a mistyped folder is one line, not an empty report)."""
+    patterns = list(patterns)
+    files = sorted({f for pattern in patterns for f in glob.glob(pattern)})
+    if not files:
+        raise ConfigError(f"no step log matches {' '.join(patterns)}")
+    return files
 
 
 class RunLogWriter:

@@ -14,7 +14,6 @@ the percentiles are over inputs, not steps. Parts are reported the same way
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import sys
 from collections import Counter, defaultdict
@@ -22,7 +21,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from kgagent.errors import ConfigError
-from kgagent.runlog import read_log
+from kgagent.runlog import read_log, step_logs
 
 
 def per_input(files: list[str]) -> dict:
@@ -61,13 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", help="step logs (globs), e.g. '/tmp/lat/runs/*.jsonl'")
     args = ap.parse_args(argv)
-    files = sorted({f for pattern in args.logs for f in glob.glob(pattern)})
-    if not files:
-        print(f"no step log matches {' '.join(args.logs)}", file=sys.stderr)
-        return 2
     try:
-        print(json.dumps(per_input(files), indent=1))
-    except ConfigError as e:  # a file that is not a step log
+        print(json.dumps(per_input(step_logs(args.logs)), indent=1))
+    except ConfigError as e:  # no file matches, or one that is not a step log
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

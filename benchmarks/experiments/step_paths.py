@@ -14,14 +14,13 @@ changed the screen (Δ ≥ augment.min_change's default) and which keys did.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import sys
 from collections import Counter
 
 from kgagent.config import Config
 from kgagent.errors import ConfigError
-from kgagent.runlog import read_log
+from kgagent.runlog import read_log, step_logs
 
 KEYBOARD = ("key", "hotkey", "type")
 
@@ -71,13 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     min_change = Config().augment.min_change
     for group in args.groups:
         name, _, pattern = group.partition("=")
-        files = sorted(glob.glob(pattern or name))
-        if not files:
-            print(f"error: no step log matches {pattern or name}", file=sys.stderr)
-            return 2
         try:
+            files = step_logs([pattern or name])
             print(json.dumps({"group": name, **tally(files, min_change)}, indent=1))
-        except ConfigError as e:  # a file that is not a step log
+        except ConfigError as e:  # no file matches, or one that is not a step log
             print(f"error: {e}", file=sys.stderr)
             return 2
     return 0

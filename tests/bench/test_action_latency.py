@@ -54,3 +54,9 @@ def test_a_file_that_is_not_a_step_log_is_one_error_line(tmp_path: Path, capsys)
     assert _load().main([str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "is not JSON" in err and "\n" not in err
+
+
+def test_globs_that_match_nothing_are_one_error_line(tmp_path: Path, capsys) -> None:
+    assert _load().main([f"{tmp_path}/none-*.jsonl", f"{tmp_path}/x"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: no step log matches {tmp_path}/none-*.jsonl {tmp_path}/x"

@@ -67,3 +67,12 @@ def test_a_file_that_is_not_a_step_log_is_one_error_line(tmp_path: Path, capsys)
 def test_a_glob_that_matches_nothing_is_one_error_line(tmp_path: Path, capsys) -> None:
     assert _load().main([f"x={tmp_path}/none-*.jsonl"]) == 2
     assert capsys.readouterr().err.strip() == f"error: no step log matches {tmp_path}/none-*.jsonl"
+
+
+def test_step_log_globs_are_sorted_and_each_file_counted_once(tmp_path: Path) -> None:
+    from kgagent.runlog import step_logs
+
+    for name in ("b.jsonl", "a.jsonl"):
+        (tmp_path / name).write_text("{}\n")
+    got = step_logs([f"{tmp_path}/*.jsonl", f"{tmp_path}/a.*"])
+    assert got == [f"{tmp_path}/a.jsonl", f"{tmp_path}/b.jsonl"]
