@@ -6,7 +6,7 @@ applies to every method of a grid, baselines included. A variant is a method wit
 its own overrides, run in the same grid as the others, so the report pairs it by
 seed with the baselines and with the method it varies:
 
-    --variant no_novelty=full:rewards.use_novelty=false
+    --variant novelty_off=full:rewards.use_novelty=false
     --variant greedy=full:invocation.m_samples=1,memory.c0=0.5
 
 Overrides are separated by commas; a comma inside a value (a TOML list) stays with
