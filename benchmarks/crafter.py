@@ -24,7 +24,8 @@ Methods, on the same screen and the same action space:
 as NAME and paired by seed with the baselines and with METHOD.
 
 With ``--rounds R`` each learning method plays R + 1 runs per seed that resume one
-memory (round 0 from an empty memory); the table is then per round.
+memory (round 0 from an empty memory); the table is then per round, and each learning
+method's and variant's last round is paired by seed with its round 0.
 
 Reported per method: distinct achievements per seed, unlocks per 1,000 steps (an
 achievement counts once per episode, as Crafter's reward does), episodes, world steps
@@ -303,23 +304,23 @@ def report(
             lines.append("- " + paired(results, v.name, v.method))
     for v in variants:
         lines.append(f"- variant {v.name}: {v.method} with {', '.join(v.overrides)}")
-    rounds = sorted({r["round"] for r in results if r["method"] == "full"})
-    if len(rounds) > 1:
-        first = {
-            r["seed"]: _distinct(r) for r in results if r["method"] == "full" and r["round"] == 0
-        }
+    for m in methods:  # every learning method and variant that resumed its memories
+        rounds = sorted({r["round"] for r in results if r["method"] == m})
+        if len(rounds) < 2:
+            continue
+        first = {r["seed"]: _distinct(r) for r in results if r["method"] == m and r["round"] == 0}
         last = {
             r["seed"]: _distinct(r)
             for r in results
-            if r["method"] == "full" and r["round"] == rounds[-1]
+            if r["method"] == m and r["round"] == rounds[-1]
         }
         seeds = sorted(set(first) & set(last))
         d = [last[s] - first[s] for s in seeds]
         if len(d) > 1:
-            se = statistics.stdev(d) / len(d) ** 0.5
-            t = statistics.fmean(d) / se if se > 0 else 0.0
+            mean, se = statistics.fmean(d), statistics.stdev(d) / len(d) ** 0.5
+            t = mean / se if se > 0 else float("inf") if mean else 0.0  # as in paired()
             lines.append(
-                f"- full round {rounds[-1]} − round 0: {statistics.fmean(d):+.2f} ± {se:.2f} SE, "
+                f"- {m} round {rounds[-1]} − round 0: {mean:+.2f} ± {se:.2f} SE, "
                 f"t = {t:.2f}, n = {len(d)}"
             )
     pub = ", ".join(f"{k} {v} %" for k, v in PUBLISHED.items())

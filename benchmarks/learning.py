@@ -11,6 +11,13 @@ and judges "round 3 > round 0" on the mean over series.
     python benchmarks/learning.py --steps 100 --seeds 1 --games cardgame --jobs 2
     python benchmarks/learning.py --seeds 0 --series 6 --games cardgame --jobs 2   # rounds only
     python benchmarks/learning.py --write /tmp/learning.md   (then update docs/benchmarks.md, section Learning)
+    python benchmarks/learning.py --seeds 10 --rounds 0 --methods full,no_graph \
+        --variant c0_half=full:memory.c0=0.5        # one setting's effect, paired by seed
+
+``--methods`` takes any of the config's ablations (``run.ablation``). ``--variant
+NAME=METHOD:S.F=V[,S.F=V]`` (repeatable) also runs METHOD with those settings in the
+same grid, reported as NAME and paired by seed with no_graph, random and METHOD;
+``--set`` applies to every run, baselines included. The rounds are the full agent's.
 
 Every run's memory (with its step logs) is kept in a temporary folder that the report
 names; ``benchmarks/experiments/skill_transfer.py`` reads them.
@@ -29,12 +36,17 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from kgagent.bench.meta import machine, versions
+from kgagent.bench.variants import Variant, add_arguments, parse_variants
+from kgagent.config import Config
+from kgagent.config_sections import ABLATIONS
+from kgagent.errors import ConfigError
 
 METHODS = ("full", "no_graph", "no_similarity", "random")
 COLUMNS = (
@@ -70,14 +82,21 @@ def _config(game: str, method: str, seed: int, overrides: list[str]) -> Any:
 
 
 def one_run(
-    game: str, method: str, seed: int, steps: int, memory: str, overrides: list[str]
+    game: str,
+    method: str,
+    seed: int,
+    steps: int,
+    memory: str,
+    overrides: list[str],
+    variant: str | None = None,
 ) -> dict:
-    """One run in a fresh (or resumed) memory; returns the RunSummary as a dict."""
+    """One run in a fresh (or resumed) memory; returns the RunSummary as a dict, with
+    ``variant``, the run's label in the report (default: the method)."""
     from kgagent.agent.runner import Runner
 
     cfg = _config(game, method, seed, overrides)
     s = Runner(cfg, memory_path=memory, progress=False, log=lambda m: None).run(steps)
-    return asdict(s)
+    return {**asdict(s), "variant": variant or method}
 
 
 def series_seed(series: int, rnd: int) -> int:
@@ -104,12 +123,13 @@ def _fmt(values: list[float], digits: int) -> str:
     return f"{m:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def table(results: list[dict], games: list[str]) -> str:
+def table(results: list[dict], games: list[str], labels: Sequence[str] = METHODS) -> str:
+    """One row per game and method or variant, in ``labels``' order."""
     head = "| game | method | " + " | ".join(t for _, t, _ in COLUMNS) + " |"
     lines = [head, "|" + "---|" * (len(COLUMNS) + 2)]
     for g in games:
-        for m in METHODS:
-            rows = [r for r in results if r["env"] == g and r["ablation"] == m]
+        for m in labels:
+            rows = [r for r in results if r["env"] == g and r["variant"] == m]
             if not rows:
                 continue
             cells = [_fmt([float(r[k]) for r in rows], d) for k, _, d in COLUMNS]
@@ -167,13 +187,20 @@ def paired(a: list[float], b: list[float]) -> str:
     return f"{m:+.2f} ± {se:.2f} SE ({t}; {counts})"
 
 
-def verdict(results: list[dict], per_game: dict[str, list[list[dict]]], games: list[str]) -> str:
+def verdict(
+    results: list[dict],
+    per_game: dict[str, list[list[dict]]],
+    games: list[str],
+    variants: Sequence[Variant] = (),
+) -> str:
+    """The targets per game (full against random and no_graph, the rounds), then each
+    variant against no_graph, random and the method it varies, paired by seed."""
     out = []
     for g in games:
 
         def by_seed(m: str, g: str = g) -> dict[int, float]:
             return {
-                r["seed"]: r["progression"] for r in results if r["env"] == g and r["ablation"] == m
+                r["seed"]: r["progression"] for r in results if r["env"] == g and r["variant"] == m
             }
 
         def mean(m: str) -> float | None:
@@ -207,6 +234,22 @@ def verdict(results: list[dict], per_game: dict[str, list[list[dict]]], games: l
                 f"- {g}: rounds {per} (mean of {len(series)} series); round {last} "
                 f"vs round 0 (target: better): {'met' if b > a else 'MISSED'}; per series {diff}"
             )
+        for v in variants:
+            for other in dict.fromkeys(("no_graph", "random", v.method)):
+                mine, theirs = by_seed(v.name), by_seed(other)
+                seeds = sorted(set(mine) & set(theirs))
+                if not seeds:
+                    continue
+                a, b = (
+                    statistics.fmean(mine[k] for k in seeds),
+                    statistics.fmean(theirs[k] for k in seeds),
+                )
+                ratio = f"{a / b:.2f}×" if b > 0 else ("∞" if a > 0 else "—")
+                diff = paired([theirs[k] for k in seeds], [mine[k] for k in seeds])
+                out.append(
+                    f"- {g}: {v.name} {a:.2f} vs {other} {b:.2f} ({ratio}); "
+                    f"{v.name} − {other} per seed {diff}"
+                )
     return "\n".join(out)
 
 
@@ -226,11 +269,21 @@ def main(argv: list[str] | None = None) -> int:
         help="independent round series, each in its own memory (series s: seeds 100·s + r)",
     )
     ap.add_argument("--jobs", type=int, default=1, help="parallel processes")
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="S.F=V")
+    add_arguments(ap, paired_with="no_graph and random")
     ap.add_argument("--write", default=None, help="write a Markdown report to this file")
     args = ap.parse_args(argv)
     games = [g for g in args.games.split(",") if g]
     methods = [m for m in args.methods.split(",") if m]
+    bad = [m for m in methods if m not in ABLATIONS]
+    if bad:
+        ap.error(f"unknown method(s) {', '.join(bad)}; known: {', '.join(ABLATIONS)}")
+    try:
+        variants = parse_variants(args.variants, ABLATIONS)
+        # Every run's settings, checked before the first run rather than in a worker.
+        Config.load(None, list(args.overrides))
+    except ConfigError as e:
+        ap.error(str(e))
+    arms = [Variant(m, m) for m in methods] + variants
     tmp = Path(tempfile.mkdtemp(prefix="kgagent-bench-"))
     t0 = time.time()
     jobs = []
@@ -252,16 +305,19 @@ def main(argv: list[str] | None = None) -> int:
             if args.rounds > 0
         }
         for g in games:
-            for m in methods:
+            for v in arms:
                 for seed in range(args.seeds):
-                    mem = str(tmp / f"{g}-{m}-{seed}")
-                    jobs.append(pool.submit(one_run, g, m, seed, args.steps, mem, args.overrides))
+                    mem = str(tmp / f"{g}-{v.name}-{seed}")
+                    sets = [*args.overrides, *v.overrides]
+                    jobs.append(
+                        pool.submit(one_run, g, v.method, seed, args.steps, mem, sets, v.name)
+                    )
         results = []
         for j in jobs:
             r = j.result()
             results.append(r)
             print(
-                f"{r['env']:9s} {r['ablation']:13s} seed {r['seed']}: progression {r['progression']:g} "
+                f"{r['env']:9s} {r['variant']:13s} seed {r['seed']}: progression {r['progression']:g} "
                 f"score {r['score']:g} ERR {r['err']:.3f} nodes {r['nodes']} ({r['duration_s']:.0f} s)",
                 file=sys.stderr,
             )
@@ -274,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     report = [
         f"command: `{cmd}`",
-        f"grid: {len(games)} game(s) × {len(methods)} method(s) × {args.seeds} seed(s) × {args.steps} steps; "
+        f"grid: {len(games)} game(s) × {', '.join(v.name for v in arms)} × {args.seeds} seed(s) × "
+        f"{args.steps} steps; "
         f"offline brain, pixel encoder, OpenCV segmenter; wall {elapsed / 60:.1f} min",
         f"versions: {versions()}",
         f"machine: {machine()}",
@@ -283,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "## Methods (mean ± sd over seeds)",
         "",
-        table(results, games),
+        table(results, games, [v.name for v in arms]),
     ]
     if per_game:
         report += [
@@ -292,7 +349,13 @@ def main(argv: list[str] | None = None) -> int:
             "",
             rounds_table(per_game),
         ]
-    report += ["", "## Targets", "", verdict(results, per_game, games)]
+    report += ["", "## Targets", "", verdict(results, per_game, games, variants)]
+    if variants:
+        report += [
+            "",
+            "Variants:",
+            *(f"- {v.name}: {v.method} with {', '.join(v.overrides)}" for v in variants),
+        ]
     text = "\n".join(report)
     print(text)
     if args.write:

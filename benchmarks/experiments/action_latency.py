@@ -4,7 +4,9 @@ Each step log entry carries ``times_ms`` (settle, input, capture and perception,
 memory, brain, ...) for the whole step and the inputs its executions sent. An input's
 time is its step's total divided by the step's inputs; every input counts once, so
 the percentiles are over inputs, not steps. Parts are reported the same way
-(median per input).
+(median per input). The mix of inputs differs between runs (a drag moves the
+pointer for 0.2 s, a key press takes a millisecond), so ``by_kind`` gives the same
+figures over the steps whose inputs were all of one kind: those compare across runs.
 
     env -u DISPLAY kgagent play --env desktop --launch "python -m crafter.run_gui --wait True" \\
         --steps 100 --memory /tmp/lat --format json
@@ -29,6 +31,8 @@ def per_input(files: list[str]) -> dict:
     totals: list[float] = []
     parts: dict[str, list[float]] = defaultdict(list)
     kinds: Counter = Counter()
+    pure: dict[str, list[float]] = defaultdict(list)  # steps of one kind of input
+    pure_settle: dict[str, list[float]] = defaultdict(list)
     for r in (step for f in files for step in read_log(f)[1]):
         n = sum(e.get("actions", 0) for e in r.get("executions", []))
         if n <= 0:
@@ -37,23 +41,42 @@ def per_input(files: list[str]) -> dict:
         totals += [sum(times.values()) / n] * n
         for part, ms in times.items():
             parts[part] += [ms / n] * n
-        for e in r.get("executions", []):
-            for g in e.get("grounding", []):
-                kinds[(g.get("action") or {}).get("kind", "none")] += 1
+        mine = [
+            (g.get("action") or {}).get("kind", "none")
+            for e in r.get("executions", [])
+            for g in e.get("grounding", [])
+        ]
+        kinds.update(mine)
+        if len(set(mine)) == 1:
+            pure[mine[0]] += [sum(times.values()) / n] * n
+            pure_settle[mine[0]] += [times.get("settle", 0.0) / n] * n
     if not totals:
         raise SystemExit("no step with an input in " + ", ".join(files))
     t = np.array(totals)
     return {
         "inputs": len(t),
-        "p50_ms": round(float(np.percentile(t, 50)), 1),
-        "p95_ms": round(float(np.percentile(t, 95)), 1),
+        "p50_ms": _pct(totals, 50),
+        "p95_ms": _pct(totals, 95),
         "mean_ms": round(float(t.mean()), 1),
         "part_median_ms": {
             k: round(float(np.median(v)), 1)
             for k, v in sorted(parts.items(), key=lambda kv: -float(np.median(kv[1])))
         },
         "input_kinds": dict(kinds.most_common()),
+        "by_kind": {
+            k: {
+                "inputs": len(v),
+                "p50_ms": _pct(v, 50),
+                "p95_ms": _pct(v, 95),
+                "settle_median_ms": _pct(pure_settle[k], 50),
+            }
+            for k, v in sorted(pure.items(), key=lambda kv: -len(kv[1]))
+        },
     }
+
+
+def _pct(values: list[float], q: float) -> float:
+    return round(float(np.percentile(np.array(values), q)), 1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -311,7 +311,9 @@ class DesktopEnv(Env):
         Alike means equal, or ``still(prev, cur)`` when the runner measured that the
         target moves on its own (a spinner never gives two equal captures, so without it
         every action would wait the whole ``settle_timeout_s``). Polling every
-        ``settle_interval_s`` keeps the wait close to the program's own reaction time.
+        ``settle_interval_s`` keeps the wait close to the program's own reaction time;
+        the poll before a wait's end is shortened to land on it, so a wait lasts what
+        its setting says, not up to one interval and one capture more.
         Returns the last capture and whether it settled before the timeout.
         """
         c = self.config
@@ -319,8 +321,9 @@ class DesktopEnv(Env):
         deadline = start + c.settle_timeout_s
         prev = self._grab()
         changed_at: float | None = None  # when the screen last changed
-        while time.monotonic() < deadline:
-            time.sleep(c.settle_interval_s)
+        while (now := time.monotonic()) < deadline:
+            due = start + c.settle_quiet_s if changed_at is None else changed_at + c.settle_still_s
+            time.sleep(max(0.0, min(c.settle_interval_s, due - now, deadline - now)))
             cur = self._grab()
             now = time.monotonic()
             alike = np.array_equal(cur, prev) or (

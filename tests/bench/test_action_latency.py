@@ -39,6 +39,31 @@ def test_a_step_time_is_shared_by_its_inputs_and_every_input_counts_once(tmp_pat
     assert out["mean_ms"] == 95.0
     assert out["part_median_ms"] == {"settle": 100.0, "memory": 10.0}
     assert out["input_kinds"] == {"key": 3, "click": 1}
+    # by kind: only the steps whose inputs were all of one kind (the second step)
+    assert out["by_kind"] == {
+        "key": {"inputs": 1, "p50_ms": 50.0, "p95_ms": 50.0, "settle_median_ms": 40.0}
+    }
+
+
+def test_by_kind_separates_steps_of_keys_from_steps_of_drags(tmp_path: Path) -> None:
+    log = tmp_path / "run.jsonl"
+    rows = [
+        _step({"settle": 200.0, "input": 2.0}, ["key", "key"]),  # 101 ms an input
+        _step({"settle": 100.0, "input": 1.0}, ["key"]),  # 101 ms
+        _step({"settle": 100.0, "input": 200.0}, ["drag"]),  # 300 ms
+        _step({"settle": 100.0, "input": 200.0}, ["drag", "key"]),  # mixed: left out
+    ]
+    log.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = _load().per_input([str(log)])
+    assert out["inputs"] == 6 and out["input_kinds"] == {"key": 4, "drag": 2}
+    assert list(out["by_kind"]) == ["key", "drag"]  # most inputs first
+    assert out["by_kind"]["key"] == {
+        "inputs": 3,
+        "p50_ms": 101.0,
+        "p95_ms": 101.0,
+        "settle_median_ms": 100.0,
+    }
+    assert out["by_kind"]["drag"]["p50_ms"] == 300.0
 
 
 def test_logs_without_an_input_are_a_clear_error(tmp_path: Path) -> None:

@@ -67,3 +67,21 @@ def test_a_variant_is_reported_and_paired_with_the_baselines_and_its_method(benc
     assert "- greedy − random (round 0): +1.50 ± 0.50 SE" in text
     assert "- greedy − full (round 0): +0.50 ± 0.50 SE" in text
     assert "- variant greedy: full with memory.c0=0.5" in text
+
+
+def test_every_learning_arm_that_resumed_its_memory_gets_its_rounds_line(bench) -> None:
+    from kgagent.bench.variants import Variant
+
+    def run(method: str, seed: int, rnd: int, n: int) -> dict:
+        got = [f"a{i}" for i in range(n)]
+        return {"method": method, "seed": seed, "round": rnd, "steps": 100, "episodes": [got]}
+
+    results = [run("full", s, r, 1 + r) for s in (1, 2) for r in (0, 1)]
+    results += [run("greedy", s, r, 1 + r * s) for s in (1, 2) for r in (0, 1)]
+    results += [run("random", s, 0, 0) for s in (1, 2)]
+    for r in results:
+        r["world_steps"] = 100
+    text = bench.report(results, ["full", "random"], NAMES, [Variant("greedy", "full", ())])
+    assert "- full round 1 − round 0: +1.00 ± 0.00 SE, t = inf, n = 2" in text
+    assert "- greedy round 1 − round 0: +1.50 ± 0.50 SE, t = 3.00, n = 2" in text
+    assert "random round" not in text

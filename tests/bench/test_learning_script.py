@@ -1,0 +1,131 @@
+"""benchmarks/learning.py: its methods and variants, its report, its one-line errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from kgagent.bench.variants import Variant
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def learning() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "learning_bench", ROOT / "benchmarks" / "learning.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    # registered, so that its process pool can pickle one_run (forked workers inherit it)
+    sys.modules["learning_bench"] = mod
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def _row(variant: str, method: str, seed: int, progression: float, env: str = "cardgame") -> dict:
+    """The fields of one run's result that the report reads."""
+    return {
+        "env": env,
+        "ablation": method,
+        "variant": variant,
+        "seed": seed,
+        "progression": progression,
+        "score": 0.0,
+        "err": 0.0,
+        "cost_per_100_steps": 0.0,
+        "nodes": 3,
+        "skill_edges": 2,
+        "similarity_edges": 0,
+        "skills_augmented": 1,
+        "actions": 10,
+        "duration_s": 1.0,
+    }
+
+
+def test_a_variant_is_paired_with_no_graph_random_and_its_method(learning: ModuleType) -> None:
+    rows = (
+        [_row("full", "full", s, 2.0) for s in range(3)]
+        + [_row("no_graph", "no_graph", s, 4.0) for s in range(3)]
+        + [_row("random", "random", s, 0.0) for s in range(3)]
+        + [_row("greedy", "full", s, 3.0 + s) for s in range(3)]
+    )
+    greedy = Variant("greedy", "full", ("memory.c0=0.5",))
+    lines = learning.verdict(rows, {}, ["cardgame"], [greedy]).splitlines()
+    assert "full 2.00 vs random 0.00 (target ≥ 3×): met" in lines[0]
+    assert "full 2.00 vs no_graph 4.00 (target ≥ 1.3×): MISSED" in lines[1]
+    assert lines[2].endswith(
+        "greedy 4.00 vs no_graph 4.00 (1.00×); greedy − no_graph per seed "
+        "+0.00 ± 0.58 SE (t ≈ 0.0; 1 up, 1 even, 1 down)"
+    )
+    assert "greedy 4.00 vs random 0.00 (∞)" in lines[3]
+    assert "greedy 4.00 vs full 2.00 (2.00×); greedy − full per seed +2.00 ± 0.58 SE" in lines[4]
+    assert len(lines) == 5
+
+
+def test_a_variant_of_a_baseline_is_paired_with_it_once(learning: ModuleType) -> None:
+    rows = [_row("no_graph", "no_graph", s, 1.0) for s in range(2)] + [
+        _row("ng_c0", "no_graph", s, 2.0) for s in range(2)
+    ]
+    lines = learning.verdict(rows, {}, ["cardgame"], [Variant("ng_c0", "no_graph")]).splitlines()
+    assert lines == [
+        "- cardgame: ng_c0 2.00 vs no_graph 1.00 (2.00×); ng_c0 − no_graph per seed "
+        "+1.00 ± 0.00 SE (t undefined; 2 up, 0 even, 0 down)"
+    ]
+
+
+def test_the_table_has_a_row_per_method_and_variant_in_the_commands_order(
+    learning: ModuleType,
+) -> None:
+    rows = [_row("no_novelty", "no_novelty", 0, 1.0), _row("full", "full", 0, 2.0)]
+    rows += [_row("greedy", "full", 0, 3.0)]
+    table = learning.table(rows, ["cardgame"], ["full", "no_novelty", "greedy"])
+    # a config ablation outside the script's default four has its row too
+    assert table.index("| full |") < table.index("| no_novelty |") < table.index("| greedy |")
+    assert "| cardgame | greedy | 3.00 |" in table
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--methods", "full,bogus"], "unknown method(s) bogus"),
+        (["--variant", "bad"], "must look like NAME=METHOD:SECTION.FIELD=VALUE"),
+        (["--variant", "full=no_graph:memory.c0=1"], "is a method's name"),
+        (["--variant", "x=full:memory.c0=abc"], "variant 'x': memory.c0"),
+        (["--set", "memory.nope=1"], "unknown config field memory.nope"),
+    ],
+)
+def test_a_bad_method_variant_or_setting_is_one_line_before_any_run(
+    learning: ModuleType, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        learning.main(["--steps", "1", "--seeds", "1", "--rounds", "0", *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert ": error: " in err[-1] and message in err[-1]
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_a_variant_runs_in_the_grid_under_its_own_name(
+    learning: ModuleType,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setattr(learning.tempfile, "mkdtemp", lambda prefix="": str(tmp_path))
+    code = learning.main(
+        [
+            "--steps", "4", "--seeds", "1", "--rounds", "0", "--games", "cardgame",
+            "--methods", "no_graph", "--variant", "ng_c0=no_graph:memory.c0=0.5",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "× no_graph, ng_c0 × 1 seed(s)" in out
+    assert "| cardgame | no_graph |" in out and "| cardgame | ng_c0 |" in out
+    assert "- cardgame: ng_c0 " in out and " vs no_graph " in out
+    assert "- ng_c0: no_graph with memory.c0=0.5" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cardgame-ng_c0-0", "cardgame-no_graph-0"]
