@@ -38,7 +38,8 @@ def per_input(files: list[str]) -> dict:
         if n <= 0:
             continue
         times = r.get("times_ms") or {}
-        totals += [sum(times.values()) / n] * n
+        each = sum(times.values()) / n
+        totals += [each] * n
         for part, ms in times.items():
             parts[part] += [ms / n] * n
         mine = [
@@ -48,7 +49,7 @@ def per_input(files: list[str]) -> dict:
         ]
         kinds.update(mine)
         if len(set(mine)) == 1:
-            pure[mine[0]] += [sum(times.values()) / n] * n
+            pure[mine[0]] += [each] * n
             pure_settle[mine[0]] += [times.get("settle", 0.0) / n] * n
     if not totals:
         raise SystemExit("no step with an input in " + ", ".join(files))
