@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -20,8 +22,6 @@ def learning() -> ModuleType:
         "learning_bench", ROOT / "benchmarks" / "learning.py"
     )
     mod = importlib.util.module_from_spec(spec)
-    # registered, so that its process pool can pickle one_run (forked workers inherit it)
-    sys.modules["learning_bench"] = mod
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     return mod
 
@@ -109,23 +109,25 @@ def test_a_bad_method_variant_or_setting_is_one_line_before_any_run(
     assert "Traceback" not in "\n".join(err)
 
 
-def test_a_variant_runs_in_the_grid_under_its_own_name(
-    learning: ModuleType,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-) -> None:
-    monkeypatch.setattr(learning.tempfile, "mkdtemp", lambda prefix="": str(tmp_path))
-    code = learning.main(
-        [
-            "--steps", "4", "--seeds", "1", "--rounds", "0", "--games", "cardgame",
-            "--methods", "no_graph", "--variant", "ng_c0=no_graph:memory.c0=0.5",
-        ]
-    )  # fmt: skip
-    assert code == 0
-    out = capsys.readouterr().out
+def test_a_variant_runs_in_the_grid_under_its_own_name(tmp_path: Path) -> None:
+    """The script as a user runs it, in its own interpreter: its process pool then forks
+    from a clean parent, not from the test process (whose engines have threads)."""
+    args = ["--steps", "4", "--seeds", "1", "--rounds", "0", "--games", "cardgame"]
+    args += ["--methods", "no_graph", "--variant", "ng_c0=no_graph:memory.c0=0.5"]
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # where the script keeps the memories
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "learning.py"), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
     assert "× no_graph, ng_c0 × 1 seed(s)" in out
     assert "| cardgame | no_graph |" in out and "| cardgame | ng_c0 |" in out
     assert "- cardgame: ng_c0 " in out and " vs no_graph " in out
     assert "- ng_c0: no_graph with memory.c0=0.5" in out
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cardgame-ng_c0-0", "cardgame-no_graph-0"]
+    (kept,) = tmp_path.glob("kgagent-bench-*")
+    assert sorted(p.name for p in kept.iterdir()) == ["cardgame-ng_c0-0", "cardgame-no_graph-0"]
