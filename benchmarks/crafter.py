@@ -243,6 +243,8 @@ def _distinct(r: dict) -> int:
 
 def paired(results: list[dict], a: str, b: str, rnd: int = 0) -> str:
     """Paired by seed: mean difference ± SE and t of distinct achievements, a − b."""
+    from kgagent.bench.stats import ratio
+
     got = {
         m: {r["seed"]: _distinct(r) for r in results if r["method"] == m and r["round"] == rnd}
         for m in (a, b)
@@ -254,11 +256,10 @@ def paired(results: list[dict], a: str, b: str, rnd: int = 0) -> str:
     mean, se = statistics.fmean(d), statistics.stdev(d) / len(d) ** 0.5
     t = mean / se if se > 0 else float("inf") if mean else 0.0
     ma, mb = statistics.fmean(got[a][s] for s in seeds), statistics.fmean(got[b][s] for s in seeds)
-    ratio = f"{ma / mb:.2f}×" if mb else ("∞" if ma else "—")
     up = sum(x > 0 for x in d)
     return (
         f"{a} − {b} (round {rnd}): {mean:+.2f} ± {se:.2f} SE, t = {t:.2f}, n = {len(d)}; "
-        f"{ma:.2f} vs {mb:.2f} ({ratio}); {up} of {len(d)} seeds up"
+        f"{ma:.2f} vs {mb:.2f} ({ratio(ma, mb)}); {up} of {len(d)} seeds up"
     )
 
 

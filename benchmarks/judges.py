@@ -50,6 +50,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(H
 
 from learning import machine, versions  # noqa: E402 - benchmarks/ is not a package
 
+from kgagent.bench.stats import ratio  # noqa: E402
 from kgagent.bench.variants import Variant, add_arguments, parse_variants  # noqa: E402
 from kgagent.config_sections import ABLATIONS  # noqa: E402
 from kgagent.errors import ConfigError  # noqa: E402
@@ -289,7 +290,6 @@ def _versus(results: list[dict], j: str, g: str, a: str, b: str) -> list[str]:
     pb = [measure(rb[s]) for s in seeds]
     what = measure_name([ra[s] for s in seeds])
     ma, mb = statistics.fmean(pa), statistics.fmean(pb)
-    ratio = f"{ma / mb:.2f}×" if mb > 0 else ("∞" if ma > 0 else "—")
 
     def per_step(rows: dict[int, dict], key: str) -> float:
         return statistics.fmean(sum(rows[s][key].values()) / rows[s]["steps"] for s in seeds)
@@ -300,7 +300,7 @@ def _versus(results: list[dict], j: str, g: str, a: str, b: str) -> list[str]:
     reqs = f"{100 * qa / qb:.0f} %" if qb else "— (no requests)"
     targets = b == "no_graph"
     return [
-        f"- {j} / {g}: {what} {a} {ma:.2f} vs {b} {mb:.2f} ({ratio}"
+        f"- {j} / {g}: {what} {a} {ma:.2f} vs {b} {mb:.2f} ({ratio(ma, mb)}"
         + ("; target ≥ 1.3× with the ground-truth judge" if targets else "")
         + f"); {a} − {b} per seed {paired_t(pb, pa)}; role calls {a} / {b} {calls}, "
         f"VLM requests {reqs}" + (" (target ≤ 50 %)" if targets else "")

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from kgagent.bench.meta import machine, versions
+from kgagent.bench.stats import ratio
 from kgagent.bench.variants import Variant, add_arguments, parse_variants
 from kgagent.config import Config
 from kgagent.config_sections import ABLATIONS
@@ -244,10 +245,9 @@ def verdict(
                     statistics.fmean(mine[k] for k in seeds),
                     statistics.fmean(theirs[k] for k in seeds),
                 )
-                ratio = f"{a / b:.2f}×" if b > 0 else ("∞" if a > 0 else "—")
                 diff = paired([theirs[k] for k in seeds], [mine[k] for k in seeds])
                 out.append(
-                    f"- {g}: {v.name} {a:.2f} vs {other} {b:.2f} ({ratio}); "
+                    f"- {g}: {v.name} {a:.2f} vs {other} {b:.2f} ({ratio(a, b)}); "
                     f"{v.name} − {other} per seed {diff}"
                 )
     return "\n".join(out)

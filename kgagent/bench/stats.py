@@ -134,6 +134,12 @@ def summarise(
     )
 
 
+def ratio(a: float, b: float) -> str:
+    """``a / b`` as the benchmark reports print it: ``1.38×``; ``∞`` when only ``b`` is
+    0; ``—`` when both are (figures here are counts, never negative)."""
+    return f"{a / b:.2f}×" if b > 0 else ("∞" if a > 0 else "—")
+
+
 def paired_t(x: Sequence[float], y: Sequence[float]) -> Paired:
     """The paired t test of ``x − y`` (pairs in order), with a two-sided p-value."""
     if len(x) != len(y):

@@ -91,3 +91,12 @@ def test_summarise_collects_everything() -> None:
     s = stats.summarise([1.0, 2.0, 3.0, 4.0], reps=200)
     assert (s.n, s.mean, s.iqm, s.median, s.min, s.max) == (4, 2.5, 2.5, 2.5, 1.0, 4.0)
     assert s.iqm_lo <= s.iqm <= s.iqm_hi
+
+
+def test_a_ratio_of_means_is_printed_with_its_zero_cases() -> None:
+    from kgagent.bench.stats import ratio
+
+    assert ratio(6.6, 5.2) == "1.27×"
+    assert ratio(1.0, 0.0) == "∞"
+    assert ratio(0.0, 0.0) == "—"
+    assert ratio(0.0, 2.0) == "0.00×"
