@@ -51,8 +51,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -357,6 +355,7 @@ def _versions() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from kgagent.bench.local import spawn_pool
     from kgagent.bench.variants import Variant, add_arguments, parse_variants
     from kgagent.errors import ConfigError
 
@@ -420,7 +419,7 @@ def main(argv: list[str] | None = None) -> None:
             results += one_run(*arm(v, s))
             _progress(results[-1], i, len(jobs))
     else:
-        with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+        with spawn_pool(args.jobs) as pool:
             futs = [pool.submit(one_run, *arm(v, s)) for v, s in jobs]
             for i, f in enumerate(futs, 1):
                 results += f.result()

@@ -40,7 +40,6 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +49,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(H
 
 from learning import machine, versions  # noqa: E402 - benchmarks/ is not a package
 
+from kgagent.bench.local import spawn_pool  # noqa: E402
 from kgagent.bench.stats import ratio  # noqa: E402
 from kgagent.bench.variants import Variant, add_arguments, parse_variants  # noqa: E402
 from kgagent.config_sections import ABLATIONS  # noqa: E402
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     grid = [(j, g, v, s) for j in judges for g in games for v in arms for s in range(args.seeds)]
     print(f"{len(grid)} runs of {args.steps} steps; memories in {tmp}", file=sys.stderr)
     results = []
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with spawn_pool(args.jobs) as pool:
         jobs = [
             pool.submit(
                 one_run,

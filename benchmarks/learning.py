@@ -37,11 +37,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from kgagent.bench.local import spawn_pool
 from kgagent.bench.meta import machine, versions
 from kgagent.bench.stats import ratio
 from kgagent.bench.variants import Variant, add_arguments, parse_variants
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="kgagent-bench-"))
     t0 = time.time()
     jobs = []
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with spawn_pool(args.jobs) as pool:
         # The rounds are sequential within a game (each resumes the last memory): the
         # longest jobs, so they are submitted first and the single runs fill the gaps.
         round_jobs = {

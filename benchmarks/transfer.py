@@ -29,11 +29,12 @@ import statistics
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from learning import machine, paired, versions
+
+from kgagent.bench.local import spawn_pool
 
 #: The game seed of agent i in replicate r, and of the replicate's evaluation round.
 SEED_STRIDE = 1000
@@ -106,7 +107,7 @@ def _run_all(args: argparse.Namespace, tmp: Path) -> tuple[dict, dict]:
     learn = lambda r, i: str(tmp / f"learn-{r}-{i}")  # noqa: E731
     rounds: dict[tuple[int, str], dict] = {}
     merges: dict[int, dict] = {}
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with spawn_pool(args.jobs) as pool:
         jobs = {
             (r, i): pool.submit(
                 play,

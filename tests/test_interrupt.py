@@ -1,4 +1,5 @@
-"""Ctrl-C during `kgagent play` stops after the current step, with the memory consistent."""
+"""Ctrl-C or SIGTERM during `kgagent play` stops after the current step: the summary is
+written and the memory is consistent."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from kgagent.config import Config
 from kgagent.memory import Memory
@@ -24,7 +27,8 @@ def _lines(path: Path) -> list[dict]:
     return out
 
 
-def test_sigint_stops_cleanly_after_the_current_step(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_a_signal_stops_cleanly_after_the_current_step(tmp_path: Path, sig: int) -> None:
     mem, logs = tmp_path / "mem", tmp_path / "logs"
     cmd = [
         sys.executable,
@@ -58,7 +62,7 @@ def test_sigint_stops_cleanly_after_the_current_step(tmp_path: Path) -> None:
                 break
             time.sleep(0.1)
         assert log is not None, proc.stderr.read() if proc.poll() is not None else "no steps logged"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -69,6 +73,8 @@ def test_sigint_stops_cleanly_after_the_current_step(tmp_path: Path) -> None:
     steps = [r for r in rows if r.get("type") == "step"]
     assert summary["steps"] == len(steps) >= 3
     assert "interrupted" in (out + err)
+    said = "interrupted: finishing" if sig == signal.SIGINT else "SIGTERM: finishing"
+    assert said in err and proc.returncode == 0, err
     # The memory is consistent: graph and vectors agree, every logged state is there.
     with Memory.open(mem, Config()) as m:
         assert not any(m.consistency.get(k) for k in ("orphan_rows", "missing_vectors"))

@@ -8,8 +8,9 @@ summary, never back into the agent.
 A run writes one JSONL step log (:mod:`kgagent.runlog`; format in ``docs/agent.md``).
 A run is one or more episodes: when the program ends before the step budget (a game
 over, a launched program that exits) and the environment restarts
-(``run.restart``), the next episode begins on the same memory. Ctrl-C finishes the
-current step and stops; memory and environment are always closed in ``finally``.
+(``run.restart``), the next episode begins on the same memory. Ctrl-C or SIGTERM (what
+``kill``, ``timeout``, ``docker stop`` and job schedulers send) finishes the current step,
+writes the summary and stops; memory and environment are always closed in ``finally``.
 """
 
 from __future__ import annotations
@@ -40,28 +41,41 @@ Log = Callable[[str], None]
 
 
 class _StopFlag:
-    """Ctrl-C sets a flag instead of interrupting: the current step finishes first."""
+    """Ctrl-C and SIGTERM set a flag instead of interrupting: the current step finishes first.
+
+    A second Ctrl-C stops at once (a person at the keyboard who will not wait). SIGTERM
+    only ever asks for the graceful stop, however often it comes: a program that means
+    "now" sends SIGKILL after it, as ``docker stop`` and ``timeout -k`` do.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self, log: Log) -> None:
         self.stop = False
         self._log = log
-        self._old: Any = None
+        self._old: dict[int, Any] = {}
 
     def __enter__(self) -> _StopFlag:
         if threading.current_thread() is threading.main_thread():
-            self._old = signal.getsignal(signal.SIGINT)
-            signal.signal(signal.SIGINT, self._handler)
+            for sig in self.SIGNALS:
+                self._old[sig] = signal.getsignal(sig)
+                signal.signal(sig, self._handler)
         return self
 
     def _handler(self, signum: int, frame: Any) -> None:
-        if self.stop:  # a second Ctrl-C: stop now
-            raise KeyboardInterrupt
+        if self.stop:
+            if signum == signal.SIGINT:  # a second Ctrl-C: stop now
+                raise KeyboardInterrupt
+            return
         self.stop = True
-        self._log("interrupted: finishing the current step, then stopping (Ctrl-C again to abort)")
+        what = "interrupted" if signum == signal.SIGINT else "SIGTERM"
+        again = " (Ctrl-C again to abort)" if signum == signal.SIGINT else ""
+        self._log(f"{what}: finishing the current step, then stopping{again}")
 
     def __exit__(self, *exc: object) -> None:
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for sig, old in self._old.items():
+            if old is not None:  # None: a handler not set from Python, which cannot be put back
+                signal.signal(sig, old)
 
 
 class Runner:

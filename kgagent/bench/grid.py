@@ -6,13 +6,17 @@ longest first (rounds × steps), on local worker processes or as Ray tasks; a fa
 cell is recorded and the grid goes on; with ``merge`` each group's memories are
 merged; and the results folder is written from every finished cell, those run
 before included (with ``export``, also a copy without cells or plots, to commit).
-Ctrl-C stops the grid after the running cells' current steps; what finished is
-kept and written, and the next run resumes.
+Ctrl-C or SIGTERM stops the grid after the running cells' current steps; what finished
+is kept and written, and the next run resumes.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -84,14 +88,15 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
             len(todo), skipped=len(before), label=f"bench {grid.name}", show=opts.progress
         )
         try:
-            if opts.ray:
-                from kgagent.bench.ray_exec import run_ray
+            with _sigterm_interrupts():
+                if opts.ray:
+                    from kgagent.bench.ray_exec import run_ray
 
-                outcomes = run_ray(todo, opts.ray, progress, runtime_env=opts.runtime_env)
-            else:
-                from kgagent.bench.local import run_local
+                    outcomes = run_ray(todo, opts.ray, progress, runtime_env=opts.runtime_env)
+                else:
+                    from kgagent.bench.local import run_local
 
-                outcomes = run_local(todo, opts.jobs, progress)
+                    outcomes = run_local(todo, opts.jobs, progress)
         except KeyboardInterrupt:
             interrupted = True
         finally:
@@ -157,6 +162,28 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
             f"results are in {out}, tracebacks in {out}/cells/<cell>/error.txt"
         )
     return summary
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """While cells run: the first SIGTERM interrupts as Ctrl-C does; later ones are ignored,
+    so that the running cells can finish their step (SIGKILL is the way to stop at once)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    seen = False
+
+    def on_term(signum: int, frame: Any) -> None:
+        nonlocal seen
+        if not seen:
+            seen = True
+            raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
 
 
 def _cell_row(cell: Cell, status: str, error: str, duration: float | None) -> dict[str, Any]:

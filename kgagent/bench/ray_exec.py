@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,9 @@ def run_ray(
         kwargs: dict[str, Any] = {"runtime_env": runtime_env} if runtime_env else {}
         if address != "auto":
             kwargs["address"] = address
+        # ray.init puts in its own SIGTERM handler (exit at once): the grid's, which stops
+        # the cells and writes the results, is put back.
+        on_term = signal.getsignal(signal.SIGTERM)
         try:
             ray.init(log_to_driver=False, **kwargs)
         except Exception as e:  # noqa: BLE001 - Ray raises many kinds; one line for the user
@@ -84,6 +89,9 @@ def run_ray(
                 f"cannot start or join a Ray cluster ({address}): {' '.join(str(e).split())}"
             ) from None
         started_here = True
+        if on_term is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_term)
+    refs: dict[Any, tuple[Cell, Path]] = {}
     try:
         remote = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(cell_task)
         refs = {remote.remote(cell.to_dict()): (cell, folder) for cell, folder in tasks}
@@ -100,6 +108,13 @@ def run_ray(
                 outcomes.append(out)
                 progress.finish(out)
         return outcomes
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: a cluster that stays up must not go on
+        for ref in refs:
+            try:
+                ray.cancel(ref)
+            except Exception:  # noqa: BLE001 - finished or lost meanwhile
+                pass
+        raise
     finally:
         if started_here:
             ray.shutdown()
