@@ -228,6 +228,8 @@ class Runner:
                     if bar is not None:
                         bar.close()
                     agent.finish()
+                    for note in env.notes():
+                        self.log(note)
                     if not truth:
                         truth = _truth(env)
                         truth.pop("extra")

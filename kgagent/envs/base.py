@@ -80,6 +80,11 @@ class Env(ABC):
         """What the step log records when an episode ends (e.g. a program's exit code)."""
         return {}
 
+    def notes(self) -> list[str]:
+        """What the environment learned about the program that the user should hear at
+        the end of a run (one line each; the runner prints them)."""
+        return []
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""
 

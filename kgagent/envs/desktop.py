@@ -40,6 +40,7 @@ from kgagent.config import DesktopConfig
 from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.keyguard import closing_reason
 from kgagent.envs.launch import PrivateX, Program, default_program_log
+from kgagent.envs.reaction import ReactionWait
 from kgagent.envs.xcapture import XCapture
 from kgagent.envs.xinput import PyAutoGUIInput
 from kgagent.envs.xwindows import Window, XWindows, match
@@ -94,6 +95,10 @@ class DesktopEnv(Env):
             raise ConfigError("desktop.region and desktop.launch exclude each other")
         self.restarts = bool(self.opts.launch)
         self._still: Callable[[np.ndarray, np.ndarray], bool] | None = None
+        c = self.config
+        self._reactions = ReactionWait(
+            c.settle_quiet_s, c.settle_reaction_margin, c.settle_timeout_s
+        )
         self._xserver: PrivateX | None = None
         self._x: XWindows | None = None
         self._input: PyAutoGUIInput | None = None
@@ -209,7 +214,7 @@ class DesktopEnv(Env):
         self._bind(win)
         self._box = self._await_viewable()
         self._fresh, self._episode_steps = True, 0
-        self._last = self._settle()[0]  # its first frame drawn
+        self._last = self._settle(None)[0]  # its first frame drawn (not a reaction)
 
     def _await_viewable(self) -> Box:
         """The new window's box, once it can be seen. Just after a window appears, a
@@ -303,11 +308,17 @@ class DesktopEnv(Env):
     def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool]) -> None:
         self._still = still
 
-    def _settle(self) -> tuple[np.ndarray, bool]:
+    def _settle(self, before: np.ndarray | None) -> tuple[np.ndarray, bool]:
         """Poll captures until the program has reacted to the input and holds still.
 
         Settled: the screen changed and then held still for ``settle_still_s``, or it
-        showed no change at all for ``settle_quiet_s`` (the input changed nothing).
+        showed no change at all for the quiet wait (the input changed nothing): that is
+        ``settle_quiet_s``, lengthened to the program's own slowest recent reaction ×
+        ``settle_reaction_margin`` (:mod:`kgagent.envs.reaction`), which each first
+        change seen here adds to. ``before`` is the screen before the input: a first
+        capture that differs from it shows a reaction that came before it (a program that
+        answers within milliseconds), which then only has to hold still. None: no input
+        (a program's start), whose time is no reaction.
         Alike means equal, or ``still(prev, cur)`` when the runner measured that the
         target moves on its own (a spinner never gives two equal captures, so without it
         every action would wait the whole ``settle_timeout_s``). Polling every
@@ -317,26 +328,36 @@ class DesktopEnv(Env):
         Returns the last capture and whether it settled before the timeout.
         """
         c = self.config
+        quiet = self._reactions.quiet_s
         start = time.monotonic()
         deadline = start + c.settle_timeout_s
         prev = self._grab()
         changed_at: float | None = None  # when the screen last changed
+        if before is not None and not self._alike(before, prev):
+            changed_at = time.monotonic()
+            self._reactions.record(changed_at - start)
         while (now := time.monotonic()) < deadline:
-            due = start + c.settle_quiet_s if changed_at is None else changed_at + c.settle_still_s
+            due = start + quiet if changed_at is None else changed_at + c.settle_still_s
             time.sleep(max(0.0, min(c.settle_interval_s, due - now, deadline - now)))
             cur = self._grab()
             now = time.monotonic()
-            alike = np.array_equal(cur, prev) or (
-                self._still is not None and self._still(prev, cur)
-            )
-            if not alike:
+            if not self._alike(prev, cur):
+                if changed_at is None and before is not None:
+                    self._reactions.record(now - start)
                 changed_at = now
             elif (changed_at is not None and now - changed_at >= c.settle_still_s) or (
-                changed_at is None and now - start >= c.settle_quiet_s
+                changed_at is None and now - start >= quiet
             ):
                 return cur, True
             prev = cur
         return prev, False
+
+    def _alike(self, a: np.ndarray, b: np.ndarray) -> bool:
+        """Two captures of a screen that did not react: equal, or ``still(a, b)`` when the
+        runner measured that the target moves on its own."""
+        if a.shape != b.shape:
+            return False
+        return np.array_equal(a, b) or (self._still is not None and self._still(a, b))
 
     # ------------------------------------------------------------ Env API
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
@@ -375,6 +396,7 @@ class DesktopEnv(Env):
                     raise
                 return self._ended()
         self._check(action)
+        before = self._last
         t0 = time.perf_counter()
         self._execute(action)
         t_input = time.perf_counter() - t0
@@ -389,7 +411,7 @@ class DesktopEnv(Env):
             if self._program_ended():
                 return self._ended()
         t1 = time.perf_counter()
-        obs, settled = self._settle()
+        obs, settled = self._settle(before)
         t_settle = time.perf_counter() - t1
         self._last = obs
         if prog is not None:
@@ -419,6 +441,11 @@ class DesktopEnv(Env):
             "program_log": str(prog.log_path),
             "program_starts": prog.starts,
         }
+
+    def notes(self) -> list[str]:
+        """The quiet wait, when the program's reaction times lengthened it."""
+        note = self._reactions.note()
+        return [f"desktop: {note}"] if note else []
 
     def _info(self) -> dict[str, Any]:
         return {"alive": True, "target": self._box}

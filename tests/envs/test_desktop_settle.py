@@ -3,7 +3,8 @@
 The waits are settings (``desktop.settle_quiet_s``, ``settle_still_s``,
 ``settle_timeout_s``); these tests check that a wait lasts what its setting says, not
 up to a whole polling interval more, and that a reaction, a quiet input and a screen
-that never holds still each end the way the docstring of ``_settle`` says.
+that never holds still each end the way the docstring of ``_settle`` says. The quiet
+wait follows a program that draws less often than it (``settle_reaction_margin``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from kgagent.config_sections import DesktopConfig
 from kgagent.envs import desktop
 from kgagent.envs.desktop import DesktopEnv
+from kgagent.envs.reaction import MIN_SEEN, ReactionWait
 
 
 class Clock:
@@ -42,8 +44,9 @@ def _env(
     clock = Clock(grab_s)
     monkeypatch.setattr(desktop, "time", clock)
     env = DesktopEnv.__new__(DesktopEnv)  # no display: only the settle loop is exercised
-    env.config = DesktopConfig(**cfg)
+    env.config = c = DesktopConfig(**cfg)
     env._still = None
+    env._reactions = ReactionWait(c.settle_quiet_s, c.settle_reaction_margin, c.settle_timeout_s)
 
     def grab() -> np.ndarray:
         clock.now += clock.grab_s
@@ -52,6 +55,8 @@ def _env(
     env._grab = grab  # type: ignore[method-assign]
     return env, clock
 
+
+BEFORE = np.zeros((4, 4, 3), np.uint8)  # the screen before the input: frame 0
 
 SETTINGS = {
     "settle_interval_s": 0.03,
@@ -65,7 +70,7 @@ def test_an_input_that_changes_nothing_waits_the_quiet_time_and_one_capture(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     env, clock = _env(monkeypatch, lambda t: 0, **SETTINGS)
-    frame, settled = env._settle()
+    frame, settled = env._settle(BEFORE)
     assert settled and frame[0, 0, 0] == 0
     # whole intervals would end at 0.106 (three intervals, four captures): 16 ms late
     assert clock.now == pytest.approx(0.09 + 0.004)
@@ -77,7 +82,7 @@ def test_a_reaction_settles_still_time_after_its_last_change(
 ) -> None:
     # the program redraws at 0.05 and 0.07 s, then holds still
     env, clock = _env(monkeypatch, lambda t: 0 if t < 0.05 else 1 if t < 0.07 else 2, **SETTINGS)
-    frame, settled = env._settle()
+    frame, settled = env._settle(BEFORE)
     assert settled and frame[0, 0, 0] == 2
     # last change seen by the capture that ended at 0.072 (poll at 0.038 + 0.03 + 0.004)
     assert clock.now == pytest.approx(0.072 + 0.04 + 0.004)
@@ -87,7 +92,7 @@ def test_a_screen_that_never_holds_still_stops_at_the_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     env, clock = _env(monkeypatch, lambda t: int(t * 1000) % 251, **SETTINGS)
-    _, settled = env._settle()
+    _, settled = env._settle(BEFORE)
     assert settled is False
     assert 2.0 <= clock.now <= 2.0 + 0.004 + 1e-9  # the last poll lands on the deadline
 
@@ -95,8 +100,84 @@ def test_a_screen_that_never_holds_still_stops_at_the_timeout(
 def test_a_reaction_after_the_quiet_time_is_not_waited_for(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The quiet time is the setting that decides it: a program slower than it (a frame
-    every 200 ms) is seen at the next step, not within this one."""
+    """Before any reaction was seen the quiet time is the setting: a reaction later than
+    it is seen at the next step, not within this one."""
     env, clock = _env(monkeypatch, lambda t: 0 if t < 0.15 else 1, **SETTINGS)
-    frame, settled = env._settle()
+    frame, settled = env._settle(BEFORE)
     assert settled and frame[0, 0, 0] == 0 and clock.now < 0.15
+
+
+def _slow_program(
+    monkeypatch: pytest.MonkeyPatch, inputs: int, **cfg
+) -> tuple[DesktopEnv, list[bool]]:
+    """A program that draws 5 frames a second shows each input at its next frame; the
+    inputs come at times with every phase against the frames. Returns the env and, per
+    input, whether its settle wait saw the reaction."""
+    frame_s, reacted_at = 0.2, []
+
+    def screen(t: float) -> int:  # how many inputs the screen shows by time t
+        return sum(r <= t for r in reacted_at)
+
+    env, clock = _env(monkeypatch, screen, **{**SETTINGS, **cfg})
+    seen, frame = [], BEFORE
+    for i in range(inputs):
+        clock.now = 1.0 + i * 0.537  # 0.537 s apart: phases spread over a frame
+        reacted_at.append((clock.now // frame_s + 1) * frame_s)
+        frame, settled = env._settle(frame)  # before: what the last wait returned
+        seen.append(settled and int(frame[0, 0, 0]) == i + 1)
+    return env, seen
+
+
+def test_the_quiet_wait_follows_a_program_that_draws_less_often_than_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env, seen = _slow_program(monkeypatch, 60)
+    assert not all(seen[:MIN_SEEN])  # with the setting (90 ms) some reactions come after it
+    assert all(seen[-30:])  # later the wait has grown to the program's frame time
+    assert 0.2 <= env._reactions.quiet_s <= 1.5 * 0.2 + 0.05
+    assert env.notes() and "desktop.settle_reaction_margin 1.5" in env.notes()[0]
+
+
+def test_with_the_margin_at_zero_the_quiet_wait_stays_the_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env, seen = _slow_program(monkeypatch, 60, settle_reaction_margin=0.0)
+    assert sum(seen[-30:]) < 25  # about half the reactions fall after 90 ms
+    assert env._reactions.quiet_s == 0.09 and env.notes() == []
+
+
+def test_the_reaction_wait_estimate() -> None:
+    w = ReactionWait(0.1, 1.5, 2.0)
+    for _ in range(MIN_SEEN - 1):
+        w.record(0.3)
+    assert w.quiet_s == 0.1 and w.note() is None  # too few seen
+    w.record(0.3)
+    assert w.quiet_s == pytest.approx(0.45) and "300 ms" in (w.note() or "")
+    for _ in range(40):  # a fast program: the setting is the floor, never shortened
+        w.record(0.01)
+    assert w.quiet_s == 0.1 and w.note() is None
+    for r in [0.01] * 28 + [5.0] * 4:  # 4 strays in 32 (12.5 %) set the 90th percentile
+        w.record(r)
+    assert w.quiet_s == pytest.approx(2.0)  # capped at the settle timeout
+    w2 = ReactionWait(0.1, 1.5, 2.0)
+    for r in [0.01] * 29 + [5.0] * 3:  # 3 in 32 (9 %) do not
+        w2.record(r)
+    assert w2.quiet_s == 0.1
+
+
+def test_a_reaction_before_the_first_capture_only_has_to_hold_still(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A program that answers within milliseconds has drawn its reaction by the first
+    capture: the wait is the still time, not the quiet time of an input that did nothing."""
+    env, clock = _env(monkeypatch, lambda t: 1, **SETTINGS)
+    frame, settled = env._settle(BEFORE)
+    assert settled and frame[0, 0, 0] == 1
+    assert clock.now == pytest.approx(0.004 + 0.04 + 0.004)  # < 0.094, the quiet wait
+    assert env._reactions.count == 1
+
+
+def test_a_start_is_no_reaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    env, _ = _env(monkeypatch, lambda t: 0 if t < 0.05 else 1, **SETTINGS)
+    frame, settled = env._settle(None)  # a launched program's first frame
+    assert settled and frame[0, 0, 0] == 1 and env._reactions.count == 0

@@ -1,0 +1,75 @@
+"""How long to wait for a program that has not reacted yet: its own reaction time, measured.
+
+The settle wait after an input ends, when the screen has not changed, after
+``desktop.settle_quiet_s``: the input is taken to have changed nothing. A program that
+draws less often than that (a game at 5 frames a second draws every 200 ms) shows a
+reaction later than the wait, and the change is then credited to the next input. Its
+own reaction times say so: :class:`ReactionWait` keeps the times from input to first
+change of the recent inputs that did change the screen, and the quiet wait becomes
+``margin`` × their 90th percentile (one change in ten that was not a reaction, a
+program's own animation, does not set it), never shorter than the setting and never
+longer than the settle timeout.
+
+Only reactions the wait saw are counted, so the estimate starts low; ``margin`` > 1
+lets each longer wait see later reactions, and the wait grows to the program's real
+reaction time within a few dozen inputs. A program whose reactions all come later than
+``settle_quiet_s`` is never seen reacting: its setting must be raised by hand. The
+wait only ever lengthens the setting: a program that answers at once keeps
+``settle_quiet_s``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+#: the recent reactions the wait follows: enough to see a 5 fps program's slowest
+#: frame phase among them, few enough to follow a program that speeds up (ours)
+WINDOW = 32
+#: reactions seen before the wait adapts: one slow first frame (a program's warm-up)
+#: does not set it alone (ours)
+MIN_SEEN = 5
+
+
+class ReactionWait:
+    """The quiet wait (s) after an input, from the program's recent reaction times."""
+
+    def __init__(self, floor_s: float, margin: float, cap_s: float) -> None:
+        self.floor_s = floor_s
+        self.margin = margin
+        self.cap_s = max(cap_s, floor_s)
+        self._seen: deque[float] = deque(maxlen=WINDOW)
+        self.count = 0
+
+    def record(self, seconds: float) -> None:
+        """An input's first change showed ``seconds`` after the input was sent."""
+        self._seen.append(max(0.0, float(seconds)))
+        self.count += 1
+
+    @property
+    def slowest_s(self) -> float | None:
+        """The recent reactions' 90th percentile (nearest rank), once enough were seen."""
+        if len(self._seen) < MIN_SEEN:
+            return None
+        ranked = sorted(self._seen)
+        return ranked[math.ceil(0.9 * len(ranked)) - 1]
+
+    @property
+    def quiet_s(self) -> float:
+        """How long an input may show nothing before it counts as having changed nothing."""
+        slowest = self.slowest_s
+        if self.margin <= 0 or slowest is None:
+            return self.floor_s
+        return min(self.cap_s, max(self.floor_s, self.margin * slowest))
+
+    def note(self) -> str | None:
+        """One line for the user when the wait was lengthened, else None."""
+        slowest, quiet = self.slowest_s, self.quiet_s
+        if slowest is None or quiet <= self.floor_s:
+            return None
+        return (
+            f"the program's reactions came up to {slowest * 1000:.0f} ms after an input (90th "
+            "percentile), "
+            f"so an input waits {quiet * 1000:.0f} ms for one (desktop.settle_quiet_s "
+            f"{self.floor_s * 1000:.0f} ms; desktop.settle_reaction_margin {self.margin:g})"
+        )
