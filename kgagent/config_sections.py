@@ -474,9 +474,9 @@ class DesktopConfig:
     settle_reaction_margin: float = param(
         1.5,
         "ours",
-        "the quiet wait becomes at least this × the program's slowest recent reaction (input"
-        " to first change), so a program that draws less often than settle_quiet_s is waited"
-        " for; 0: off (docs/agent.md, Settling)",
+        "the quiet wait becomes at least this × the 90th percentile of the program's recent"
+        " reactions (input to first change), so a program that draws less often than"
+        " settle_quiet_s is waited for; 0: off (docs/agent.md, Settling)",
         ">= 0",
     )
     capture_timeout_s: float = param(

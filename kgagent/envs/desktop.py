@@ -313,9 +313,9 @@ class DesktopEnv(Env):
 
         Settled: the screen changed and then held still for ``settle_still_s``, or it
         showed no change at all for the quiet wait (the input changed nothing): that is
-        ``settle_quiet_s``, lengthened to the program's own slowest recent reaction ×
-        ``settle_reaction_margin`` (:mod:`kgagent.envs.reaction`), which each first
-        change seen here adds to. ``before`` is the screen before the input: a first
+        ``settle_quiet_s``, lengthened to ``settle_reaction_margin`` × the 90th percentile
+        of the program's recent reactions (:mod:`kgagent.envs.reaction`), which each
+        first change seen here adds to. ``before`` is the screen before the input: a first
         capture that differs from it shows a reaction that came before it (a program that
         answers within milliseconds), which then only has to hold still. None: no input
         (a program's start), whose time is no reaction.
