@@ -8,9 +8,17 @@ the percentiles are over inputs, not steps. Parts are reported the same way
 pointer for 0.2 s, a key press takes a millisecond), so ``by_kind`` gives the same
 figures over the steps whose inputs were all of one kind: those compare across runs.
 
+``--no-change-keys K1,K2,…`` also counts the presses of those keys that the step log
+records as having changed nothing (``grounding[].change`` 0), over the whole run and
+its second half: for keys that change the program's screen whenever they are pressed
+(Crafter's movement keys w, a, s, d: it moves or turns unless blocked), a count above
+what blocking explains is reactions the settle wait did not wait for. The keys are the
+harness's knowledge of the program, never the agent's.
+
     env -u DISPLAY kgagent play --env desktop --launch "python -m crafter.run_gui --wait True" \\
         --steps 100 --memory /tmp/lat --format json
-    .venv/bin/python benchmarks/experiments/action_latency.py '/tmp/lat/runs/*.jsonl'
+    .venv/bin/python benchmarks/experiments/action_latency.py '/tmp/lat/runs/*.jsonl' \\
+        --no-change-keys w,a,s,d
 """
 
 from __future__ import annotations
@@ -76,6 +84,24 @@ def per_input(files: list[str]) -> dict:
     }
 
 
+def no_change(files: list[str], keys: set[str]) -> dict:
+    """Presses of ``keys`` that changed nothing (Δ 0), in the whole run and its second half."""
+    unchanged = [
+        not (g.get("change") or 0)
+        for r in (step for f in files for step in read_log(f)[1])
+        for e in r.get("executions", [])
+        for g in e.get("grounding", [])
+        if (g.get("action") or {}).get("kind") == "key" and (g["action"].get("key") in keys)
+    ]
+    half = unchanged[len(unchanged) // 2 :]
+    return {
+        "keys": sorted(keys),
+        "presses": len(unchanged),
+        "no_change": sum(unchanged),
+        "second_half": {"presses": len(half), "no_change": sum(half)},
+    }
+
+
 def _pct(values: list[float], q: float) -> float:
     return round(float(np.percentile(np.array(values), q)), 1)
 
@@ -83,9 +109,19 @@ def _pct(values: list[float], q: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+", help="step logs (globs), e.g. '/tmp/lat/runs/*.jsonl'")
+    ap.add_argument(
+        "--no-change-keys",
+        default="",
+        help="comma-separated keys: count their presses that changed nothing (e.g. w,a,s,d)",
+    )
     args = ap.parse_args(argv)
     try:
-        print(json.dumps(per_input(step_logs(args.logs)), indent=1))
+        files = step_logs(args.logs)
+        out = per_input(files)
+        keys = {k.strip() for k in args.no_change_keys.split(",") if k.strip()}
+        if keys:
+            out["no_change_keys"] = no_change(files, keys)
+        print(json.dumps(out, indent=1))
     except ConfigError as e:  # no file matches, or one that is not a step log
         print(f"error: {e}", file=sys.stderr)
         return 2

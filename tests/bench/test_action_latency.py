@@ -85,3 +85,29 @@ def test_globs_that_match_nothing_are_one_error_line(tmp_path: Path, capsys) -> 
     assert _load().main([f"{tmp_path}/none-*.jsonl", f"{tmp_path}/x"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: no step log matches {tmp_path}/none-*.jsonl {tmp_path}/x"
+
+
+def test_presses_that_changed_nothing_are_counted_for_the_named_keys(tmp_path: Path) -> None:
+    def press(key: str, change: float) -> dict:
+        g = {"action": {"kind": "key", "key": key}, "change": change}
+        return {"type": "step", "times_ms": {}, "executions": [{"actions": 1, "grounding": [g]}]}
+
+    click = {"action": {"kind": "click"}, "change": 0.0}
+    rows = [
+        press("w", 0.0),
+        press("a", 0.0),
+        press("q", 0.0),  # not named: not counted
+        {"type": "step", "times_ms": {}, "executions": [{"actions": 1, "grounding": [click]}]},
+        press("s", 0.02),
+        press("d", 0.0),
+        press("w", 0.01),
+    ]
+    log = tmp_path / "run.jsonl"
+    log.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = _load().no_change([str(log)], {"w", "a", "s", "d"})
+    assert out == {
+        "keys": ["a", "d", "s", "w"],
+        "presses": 5,
+        "no_change": 3,
+        "second_half": {"presses": 3, "no_change": 1},  # s, d, w
+    }
