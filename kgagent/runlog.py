@@ -106,6 +106,10 @@ class StepRecord:
     duration_s: float = 0.0
     #: where the step's time went, ms by part (kgagent/agent/timing.py)
     times_ms: dict[str, float] = field(default_factory=dict)
+    #: times a live target's screen had changed after an action settled and before the
+    #: next step or execution began (a late reaction or the program's own motion;
+    #: credited to no input)
+    late_changes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -152,6 +156,7 @@ class RunSummary:
     # skill whose first operation did not ground; augmentation with nothing to try)]
     executions_by_path: dict[str, list[int]] = field(default_factory=dict)
     estimated_tokens: int = 0  # of ``tokens``, estimated (replies without usage)
+    late_changes: int = 0  # changes found after an action had settled (step lines' sum)
     stopped: str = "steps"  # steps | terminated | episode_limit | interrupted | budget
     episodes: int = 1
     duration_s: float = 0.0
@@ -189,6 +194,9 @@ class RunSummary:
             ("clusters", str(self.clusters)),
             ("duration", f"{self.duration_s:.1f} s"),
         ]
+        if self.late_changes:
+            late = f"{self.late_changes} changes came after an action had settled"
+            rows.insert(7, ("late changes", late))
         if self.log_path:
             rows.append(("step log", self.log_path))
         width = max(len(k) for k, _ in rows)
@@ -261,6 +269,7 @@ def summarise(
         clusters=int(stats.get("clusters", 0)),
         paths=dict(Counter(r.get("path", "idle") for r in records)),
         executions_by_path=executions_by_path(records),
+        late_changes=sum(int(r.get("late_changes", 0)) for r in records),
         stopped=stopped,
         duration_s=duration_s,
     )

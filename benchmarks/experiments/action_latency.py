@@ -13,7 +13,9 @@ records as having changed nothing (``grounding[].change`` 0), over the whole run
 its second half: for keys that change the program's screen whenever they are pressed
 (Crafter's movement keys w, a, s, d: it moves or turns unless blocked), a count above
 what blocking explains is reactions the settle wait did not wait for. The keys are the
-harness's knowledge of the program, never the agent's.
+harness's knowledge of the program, never the agent's. ``late_changes`` sums the step
+lines' ``late_changes``: changes found after an action had settled, before the next step
+or execution began (credited to no input), and the steps that had any.
 
     env -u DISPLAY kgagent play --env desktop --launch "python -m crafter.run_gui --wait True" \\
         --steps 100 --memory /tmp/lat --format json
@@ -84,6 +86,16 @@ def per_input(files: list[str]) -> dict:
     }
 
 
+def late_changes(files: list[str]) -> dict:
+    """Changes found after an action had settled (the step lines' ``late_changes``)."""
+    counts = [int(r.get("late_changes", 0)) for f in files for r in read_log(f)[1]]
+    return {
+        "steps": len(counts),
+        "changes": sum(counts),
+        "steps_with_one": sum(c > 0 for c in counts),
+    }
+
+
 def no_change(files: list[str], keys: set[str]) -> dict:
     """Presses of ``keys`` that changed nothing (Δ 0), in the whole run and its second half."""
     unchanged = [
@@ -117,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         files = step_logs(args.logs)
-        out = per_input(files)
+        out = {**per_input(files), "late_changes": late_changes(files)}
         keys = {k.strip() for k in args.no_change_keys.split(",") if k.strip()}
         if keys:
             out["no_change_keys"] = no_change(files, keys)

@@ -68,7 +68,7 @@ class RandomAgent(Agent):
                 error=ex.error,
             )
         )
-        return self._close(rec, t0, usage0)
+        return self._close(rec, t0, usage0, screen)
 
 
 def make_agent(

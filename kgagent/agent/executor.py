@@ -234,8 +234,11 @@ def execute(
 
     Operations executed before a failure stay executed (the program cannot be
     rolled back); ``after`` is the screen as it is when execution stopped, so
-    the caller always evaluates what really happened.
+    the caller always evaluates what really happened. ``before`` is the screen as it
+    is now: a live target's change since the last action settled is not this
+    execution's (:meth:`Screen.catch_up`).
     """
+    screen.catch_up()
     before = screen.observe()
     current = before
     results: list[OpResult] = []

@@ -107,7 +107,7 @@ class Agent:
             if not self.invoke_cluster(screen, after, rec):  # lines 17, 26-30
                 rec.executions.append(self.augmenter.run(screen, after, rec, self.step_no))
         self.keeper.upkeep(rec, self.step_no)  # suspension, pruning, clustering
-        return self._close(rec, t0, usage0)
+        return self._close(rec, t0, usage0, screen)
 
     def invoke_sakg(self, screen: Screen, obs: Observation, rec: StepRecord) -> Observation | None:
         """Stage 1 (lines 5-15): up to M skills drawn from S_HQ(v_i) by Eq. 4.
@@ -222,13 +222,17 @@ class Agent:
 
     # ------------------------------------------------------------------ run boundaries
     def _open(self, screen: Screen) -> tuple[float, Usage]:
-        """A step begins: its number, its clock, the brain's usage so far."""
+        """A step begins: its number, its clock, the brain's usage so far; a live target's
+        screen is caught up (:meth:`Screen.begin_step`)."""
         self.step_no += 1
         screen.timer = self.times
-        return time.perf_counter(), self.brain.usage.copy()
+        t0, usage0 = time.perf_counter(), self.brain.usage.copy()
+        screen.begin_step()
+        return t0, usage0
 
-    def _close(self, rec: StepRecord, t0: float, usage0: Usage) -> StepRecord:
+    def _close(self, rec: StepRecord, t0: float, usage0: Usage, screen: Screen) -> StepRecord:
         rec.take_last_execution()
+        rec.late_changes = screen.late_changes
         used = self.brain.usage - usage0
         rec.tokens, rec.cost_usd = used.tokens, used.cost_usd
         rec.estimated_tokens = used.estimated_tokens

@@ -21,7 +21,16 @@ from .timing import PartTimes
 class Screen:
     """What the agent is allowed to see of an environment: pixels in, actions out."""
 
-    __slots__ = ("_env", "_done", "_last", "_reaction", "_change_floor", "_threshold", "timer")
+    __slots__ = (
+        "_env",
+        "_done",
+        "_last",
+        "_reaction",
+        "_change_floor",
+        "_threshold",
+        "timer",
+        "late_changes",
+    )
 
     def __init__(self, env: Env, *, change_floor: float = 0.0, threshold: int = 30) -> None:
         """``change_floor``: the Δ (grey-level ``threshold``) an action must exceed to count
@@ -33,6 +42,8 @@ class Screen:
         self._reaction: tuple[np.ndarray, Action] | None = None
         self._change_floor = change_floor
         self._threshold = threshold
+        #: changes of a live target found by :meth:`catch_up` since the step began
+        self.late_changes = 0
         #: where the agent counts the time of acting (``act``, and the parts the
         #: environment reports in ``info["timing"]``); None: not counted
         self.timer: PartTimes | None = None
@@ -50,6 +61,30 @@ class Screen:
         if self._last is None:
             self._last = self._env.observe()
         return self._last
+
+    def begin_step(self) -> None:
+        """A step begins: its count of late changes restarts, and the screen is caught up."""
+        self.late_changes = 0
+        self.catch_up()
+
+    def catch_up(self) -> bool:
+        """Before a step and before each execution: a live target (a real program) is
+        captured again, and when its screen changed since the last action settled (a
+        reaction later than the settle wait, or the program's own motion) what follows
+        sees the screen as it is now: the change is credited to no input instead of to
+        the next one. Returns whether it changed (``late_changes`` counts it). Other
+        environments change only when acted on: nothing to do."""
+        if not self._env.live or self._last is None:
+            return False
+        if self.timer is None:
+            now = self._env.observe()
+        else:
+            now = self.timer.run("capture", self._env.observe)
+        if not self._changed(self._last, now):
+            return False  # the cached frame stays (the state's merge is reused)
+        self._last = now
+        self.late_changes += 1
+        return True
 
     @property
     def last_reaction(self) -> tuple[np.ndarray, Action] | None:

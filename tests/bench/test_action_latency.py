@@ -111,3 +111,10 @@ def test_presses_that_changed_nothing_are_counted_for_the_named_keys(tmp_path: P
         "no_change": 3,
         "second_half": {"presses": 3, "no_change": 1},  # s, d, w
     }
+
+
+def test_changes_after_an_action_had_settled_are_counted(tmp_path: Path) -> None:
+    rows = [_step({}, ["key"]), {**_step({}, ["key"]), "late_changes": 2}, _step({}, [])]
+    log = tmp_path / "run.jsonl"
+    log.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert _load().late_changes([str(log)]) == {"steps": 3, "changes": 2, "steps_with_one": 1}
