@@ -3,7 +3,8 @@
 The settle wait after an input ends, when the screen has not changed, after
 ``desktop.settle_quiet_s``: the input is taken to have changed nothing. A program that
 draws less often than that (a game at 5 frames a second draws every 200 ms) shows a
-reaction later than the wait, and the change is then credited to the next input. Its
+reaction later than the wait: the input is judged to have changed nothing, and the
+change goes to no input (``Screen.catch_up``) or, within one capture, to the next. Its
 own reaction times say so: :class:`ReactionWait` keeps the times from input to first
 change of the recent inputs that did change the screen, and the quiet wait becomes
 ``margin`` × their 90th percentile (one change in ten that was not a reaction, a
@@ -47,7 +48,7 @@ class ReactionWait:
         self.count += 1
 
     @property
-    def slowest_s(self) -> float | None:
+    def p90_s(self) -> float | None:
         """The recent reactions' 90th percentile (nearest rank), once enough were seen."""
         if len(self._seen) < MIN_SEEN:
             return None
@@ -57,18 +58,18 @@ class ReactionWait:
     @property
     def quiet_s(self) -> float:
         """How long an input may show nothing before it counts as having changed nothing."""
-        slowest = self.slowest_s
-        if self.margin <= 0 or slowest is None:
+        p90 = self.p90_s
+        if self.margin <= 0 or p90 is None:
             return self.floor_s
-        return min(self.cap_s, max(self.floor_s, self.margin * slowest))
+        return min(self.cap_s, max(self.floor_s, self.margin * p90))
 
     def note(self) -> str | None:
         """One line for the user when the wait was lengthened, else None."""
-        slowest, quiet = self.slowest_s, self.quiet_s
-        if slowest is None or quiet <= self.floor_s:
+        p90, quiet = self.p90_s, self.quiet_s
+        if p90 is None or quiet <= self.floor_s:
             return None
         return (
-            f"the program's reactions came up to {slowest * 1000:.0f} ms after an input (90th "
+            f"the program's reactions came up to {p90 * 1000:.0f} ms after an input (90th "
             "percentile), "
             f"so an input waits {quiet * 1000:.0f} ms for one (desktop.settle_quiet_s "
             f"{self.floor_s * 1000:.0f} ms; desktop.settle_reaction_margin {self.margin:g})"
