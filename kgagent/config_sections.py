@@ -493,7 +493,11 @@ class DesktopConfig:
         ">= 0",
     )
     noise_probe_s: float = param(
-        1.0, "ours", "watch the idle target this long (s) for noise before acting; 0: off", ">= 0"
+        1.0,
+        "ours",
+        "watch the idle target this long (s) for noise before acting, twice if it moved (noise"
+        " recurs; a late first draw does not); 0: off",
+        ">= 0",
     )
     noise_margin: float = param(
         2.0, "ours", "the 'nothing changed' floors become at least this × the idle Δ", ">= 1"

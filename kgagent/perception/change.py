@@ -70,16 +70,21 @@ def idle_change(
     interval_s: float,
     threshold: int = 30,
     sleep: Callable[[float], None] = time.sleep,
+    watches: int = 2,
 ) -> float:
-    """The largest Δ between a still frame and later ones taken without acting.
+    """The Δ a screen shows without any input: the smallest of ``watches`` watches' largest.
 
     A real program may change its screen on its own (a caret, a clock, a spinner, a
     video). That change is noise to every "did the action change anything?" test, so it
-    is measured before the agent acts: screenshots every ``interval_s`` for
-    ``duration_s``, each compared with the first. A program that has just started may
-    still be drawing its first screen, which is no noise: the probe first waits (up to
-    ``duration_s`` more) for two consecutive screenshots to be equal and measures from
-    there. Returns 0.0 for a screen that stays still (every built-in game).
+    is measured before the agent acts. A program that has just started may still be
+    drawing its first screen, which is no noise: the probe first waits (up to
+    ``duration_s`` more) for two consecutive screenshots to be equal. Then it watches
+    ``watches`` times in a row: screenshots every ``interval_s`` for ``duration_s``,
+    each compared with the watch's first (the previous watch's last). Noise recurs, so
+    it is in every watch; a program that held still for a moment and then drew its
+    first screen (a blank window while it loads) changes once, in one watch only. The
+    smallest watch is the noise; a still screen ends the probe after one watch. Returns
+    0.0 for a screen that stays still (every built-in game).
     """
     n = max(1, int(round(duration_s / interval_s))) if interval_s > 0 else 1
     first = observe()
@@ -89,11 +94,18 @@ def idle_change(
         if cur.shape == first.shape and np.array_equal(cur, first):
             break
         first = cur
-    worst = 0.0
-    for _ in range(n):
-        sleep(max(interval_s, 0.0))
-        worst = max(worst, visual_change(first, observe(), threshold))
-    return worst
+    least = 1.0
+    for _ in range(max(1, watches)):
+        worst = 0.0
+        for _ in range(n):
+            sleep(max(interval_s, 0.0))
+            cur = observe()
+            worst = max(worst, visual_change(first, cur, threshold))
+        least = min(least, worst)
+        if least == 0.0:
+            break
+        first = cur
+    return least
 
 
 def changed_regions(

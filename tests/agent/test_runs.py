@@ -15,9 +15,8 @@ from kgagent.runlog import read_log
 from .toy import ToyEnv, ToySegmenter
 
 
-def _run(cfg, path: Path, env, steps: int, ablation: str = "full", seed: int = 0):
-    cfg.run.ablation, cfg.run.seed = ablation, seed
-    runner = Runner(
+def _runner(cfg, path: Path, env, log=lambda m: None) -> Runner:
+    return Runner(
         cfg,
         memory_path=path,
         env=env,
@@ -25,9 +24,13 @@ def _run(cfg, path: Path, env, steps: int, ablation: str = "full", seed: int = 0
         segmenter=ToySegmenter(),
         brain=OfflineBrain(),
         progress=False,
-        log=lambda m: None,
+        log=log,
     )
-    return runner.run(steps)
+
+
+def _run(cfg, path: Path, env, steps: int, ablation: str = "full", seed: int = 0):
+    cfg.run.ablation, cfg.run.seed = ablation, seed
+    return _runner(cfg, path, env).run(steps)
 
 
 def test_the_agent_learns_the_rewarding_control_random_does_not(cfg, tmp_path) -> None:
@@ -76,3 +79,34 @@ def test_record_saves_the_screen_after_every_step(cfg, tmp_path) -> None:
     assert [p.name for p in shots] == [f"step-{i:05d}.png" for i in range(1, 5)]
     assert all(Image.open(p).size == (240, 160) for p in shots)
     assert s.steps == 4
+
+
+class FlashingEnv(ToyEnv):
+    """A live program whose whole screen flashes on its own, on every other screenshot."""
+
+    live = True
+    looks = 0
+
+    def observe(self) -> np.ndarray:
+        self.looks += 1
+        img = super().observe()
+        return 255 - img if self.looks % 2 else img
+
+
+def test_a_floor_above_any_possible_change_is_reported(cfg, tmp_path) -> None:
+    """Idle motion over most of the screen lifts the floors past 100 %: the run says that
+    no action can count as a change, and how to get out of it."""
+    cfg.desktop.noise_probe_s = 0.05
+    logs: list[str] = []
+    runner = _runner(cfg, tmp_path / "m", FlashingEnv(), logs.append)
+    runner.run(0)
+    assert runner.idle_change > 0.5
+    warning = [m for m in logs if m.startswith("noise: warning")]
+    assert len(warning) == 1 and "--region" in warning[0], logs
+    # a still live program raises nothing and warns of nothing
+    logs.clear()
+    still = ToyEnv()
+    still.live = True
+    runner = _runner(cfg, tmp_path / "m2", still, logs.append)
+    runner.run(0)
+    assert runner.idle_change == 0.0 and not any(m.startswith("noise") for m in logs)

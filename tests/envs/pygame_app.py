@@ -1,11 +1,13 @@
 """A tiny SDL (pygame) program for the desktop tests.
 
-Usage: python pygame_app.py TITLE [--out FILE] [--exit-after N] [--die CODE]
+Usage: python pygame_app.py TITLE [--out FILE] [--exit-after N] [--die CODE] [--blank-for S]
 
 It shows a 320x240 window whose colour changes with every key press, appends each
 key's name to FILE, and exits with code 7 after N inputs (key presses and clicks). With ``--die`` it
 writes an error and exits with CODE at once, before any window, as a program with a
-broken installation does. Only the display is initialised (no audio).
+broken installation does. With ``--blank-for`` the window stays black for S seconds
+before its first frame, as a program still loading does. Only the display is
+initialised (no audio).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ ap.add_argument("title")
 ap.add_argument("--out", default=None)
 ap.add_argument("--exit-after", type=int, default=0)
 ap.add_argument("--die", type=int, default=None)
+ap.add_argument("--blank-for", type=float, default=0.0)
 args = ap.parse_args()
 if args.die is not None:
     print("pygame_app: fatal: cannot open the game data", file=sys.stderr)
@@ -30,6 +33,10 @@ pygame.display.init()
 screen = pygame.display.set_mode((320, 240))
 pygame.display.set_caption(args.title)
 print(f"pygame_app: window {args.title!r} open", flush=True)
+if args.blank_for > 0:
+    screen.fill((0, 0, 0))
+    pygame.display.flip()
+    time.sleep(args.blank_for)
 presses = 0
 colours = [(200, 40, 40), (40, 200, 40), (40, 40, 200), (200, 200, 40)]
 while True:

@@ -282,6 +282,36 @@ def test_the_runner_restarts_a_launched_program_and_logs_its_exits(
     assert not env.program.running
 
 
+def test_a_window_blank_for_a_moment_before_its_first_frame_is_not_noise(
+    xvfb: str, tmp_path: Path
+) -> None:
+    """A program still loading shows a black window, which holds still, then draws its
+    first frame during the noise probe: that one change lifts no floor."""
+    from kgagent.agent.runner import Runner
+    from kgagent.config import Config
+    from kgagent.envs.desktop import DesktopEnv
+
+    cfg = Config.load(
+        None,
+        [
+            "run.env=desktop",
+            "desktop.noise_probe_s=1.0",
+            "perception.encoder=pixel",
+            "perception.segmenter=opencv",
+            "brain.kind=offline",
+        ],
+    )
+    launch = _sdl("kg-blank", "--blank-for", "1.5")
+    env = DesktopEnv(cfg.desktop, options=_opts(launch, tmp_path / "program.log"))
+    logs: list[str] = []
+    runner = Runner(cfg, memory_path=tmp_path / "mem", env=env, progress=False, log=logs.append)
+    summary = runner.run(0)
+    assert runner.idle_change == 0.0, logs
+    header = json.loads(Path(summary.log_path).read_text().splitlines()[0])
+    assert header["config"]["augment"]["min_change"] == Config().augment.min_change
+    assert not any(m.startswith("noise:") for m in logs)
+
+
 def test_a_command_that_does_not_exist_is_one_clear_error(xvfb: str, tmp_path: Path) -> None:
     from kgagent.envs.desktop import DesktopEnv
     from kgagent.envs.launch import live_groups

@@ -34,7 +34,7 @@ def test_screens_of_different_sizes_differ_everywhere():
     assert visual_change(np.zeros((4, 4), np.uint8), np.zeros((4, 5), np.uint8), 30) == 1.0
 
 
-def test_idle_change_is_the_largest_change_from_a_still_frame():
+def test_idle_change_is_the_largest_change_a_watch_sees_in_every_watch():
     from kgagent.perception.change import idle_change
 
     still = np.zeros((10, 10), np.uint8)
@@ -42,16 +42,23 @@ def test_idle_change_is_the_largest_change_from_a_still_frame():
     blink[0, :3] = 255  # 3 % of the pixels
     spin = still.copy()
     spin[5:7, :] = 255  # 20 %
-    frames = iter([still, still, blink, still, spin, still])
+    # seen still once, then two watches of four screenshots, each with the spinner
+    frames = iter([still, still, blink, still, spin, still, spin, still, spin, still])
     slept: list[float] = []
     got = idle_change(lambda: next(frames), duration_s=0.4, interval_s=0.1, sleep=slept.append)
     assert got == pytest.approx(0.20)
-    # one screenshot to see it still, then one per interval over the duration; no real sleep
-    assert slept == [0.1] * 5
+    # one screenshot to see it still, then one per interval over each watch; no real sleep
+    assert slept == [0.1] * 9
+    # the spinner in one watch, the caret in the other: the caret is what recurs
+    frames = iter([still, still, blink, still, spin, still, still, blink, still, still])
+    got = idle_change(lambda: next(frames), duration_s=0.4, interval_s=0.1, sleep=lambda s: None)
+    assert got == pytest.approx(0.03)
+    slept.clear()
     frames = iter([still] * 6)
     assert (
         idle_change(lambda: next(frames), duration_s=0.4, interval_s=0.1, sleep=slept.append) == 0.0
     )
+    assert slept == [0.1] * 5  # a still screen ends the probe after one watch
 
 
 def test_a_program_still_drawing_its_first_screen_is_not_noise():
@@ -62,6 +69,23 @@ def test_a_program_still_drawing_its_first_screen_is_not_noise():
     frames = iter([black, drawn, drawn, drawn, drawn, drawn, drawn])
     got = idle_change(lambda: next(frames), duration_s=0.4, interval_s=0.1, sleep=lambda s: None)
     assert got == 0.0
+
+
+def test_a_blank_window_that_held_still_before_drawing_is_not_noise():
+    """A window blank for a moment (the program still loading), then drawn once: the draw
+    is in one watch, not in both, so it raises no floor."""
+    from kgagent.perception.change import idle_change
+
+    black, drawn = np.zeros((10, 10), np.uint8), np.full((10, 10), 200, np.uint8)
+    frames = iter([black, black, black, drawn, drawn, drawn] + [drawn] * 4)
+    got = idle_change(lambda: next(frames), duration_s=0.4, interval_s=0.1, sleep=lambda s: None)
+    assert got == 0.0
+    # the same with one watch (the probe before): the draw was taken for noise
+    frames = iter([black, black, black, drawn, drawn, drawn])
+    one = idle_change(
+        lambda: next(frames), duration_s=0.4, interval_s=0.1, sleep=lambda s: None, watches=1
+    )
+    assert one == 1.0
 
 
 def test_changed_regions_boxes_each_place_largest_first():
