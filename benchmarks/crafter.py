@@ -4,7 +4,8 @@ Crafter is an open-world survival game no one here wrote (pip ``crafter``): 22
 achievements, from collecting wood to making an iron pickaxe. The agent plays it
 with zero prior, through the ``gym:crafter`` adapter (fast, headless) or, with
 ``--window``, through Crafter's own pygame window (``python -m crafter.run_gui
---wait True``) that kgagent launches on a private Xvfb. The harness alone reads the
+--wait True --fps 30``; ``--fps N`` for another frame rate) that kgagent launches on a
+private Xvfb. The harness alone reads the
 achievements: from the adapter's ground truth, or from the lines the game prints.
 
 Methods, on the same screen and the same action space:
@@ -61,7 +62,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 METHODS = ("full", "no_graph", "no_similarity", "random", "random_keys")
 LEARNING = ("full", "no_graph", "no_similarity")
-GUI = "python -u -m crafter.run_gui --wait True --fps 30 --seed {seed}"
+GUI = "python -u -m crafter.run_gui --wait True --fps {fps} --seed {seed}"
 PUBLISHED = {"random": 1.6, "human experts": 50.5}  # Crafter score, % (Hafner 2021, Table)
 
 
@@ -166,11 +167,13 @@ def one_run(
     overrides: list[str],
     rounds: int = 0,
     variant: str | None = None,
+    fps: int = 30,
 ) -> list[dict]:
     """One method on one seed, ``rounds`` + 1 runs resuming one memory; one result per run.
-    ``variant`` labels the runs in the report (default: the method)."""
+    ``variant`` labels the runs in the report (default: the method); ``fps``: the window's
+    frame rate."""
     return [
-        _one_round(method, seed, steps, window, workdir, overrides, r, variant or method)
+        _one_round(method, seed, steps, window, workdir, overrides, r, variant or method, fps)
         for r in range(rounds + 1 if method in LEARNING else 1)
     ]
 
@@ -184,6 +187,7 @@ def _one_round(
     overrides: list[str],
     rnd: int,
     label: str,
+    fps: int = 30,
 ) -> dict:
     from kgagent.agent.runner import Runner
 
@@ -196,7 +200,7 @@ def _one_round(
         from kgagent.envs.desktop import DesktopEnv, DesktopOptions
 
         opts = DesktopOptions(
-            launch=GUI.format(seed=world),
+            launch=GUI.format(fps=fps, seed=world),
             display="new",
             program_log=str(log),
             screen_size=(800, 700),
@@ -376,10 +380,18 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="play Crafter's own window (launched on a private Xvfb)",
     )
+    ap.add_argument(
+        "--fps",
+        type=int,
+        default=30,
+        help="the window's frame rate (default 30; crafter.run_gui's own default is 5)",
+    )
     add_arguments(ap, paired_with="the baselines")
     args = ap.parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     bad = [m for m in methods if m not in METHODS]
+    if args.fps < 1:
+        ap.error(f"need --fps >= 1 (got {args.fps})")
     if bad or args.seeds < 1 or args.steps < 1:
         ap.error(
             f"need --seeds >= 1, --steps >= 1 and methods among {', '.join(METHODS)} (got {bad or methods})"
@@ -395,7 +407,7 @@ def main(argv: list[str] | None = None) -> None:
     arms = [Variant(m, m) for m in methods] + variants
     jobs = [(v, s) for v in arms for s in range(1, args.seeds + 1)]
     mode = (
-        "Crafter's window (crafter.run_gui --wait True, private Xvfb)"
+        f"Crafter's window ({GUI.format(fps=args.fps, seed='SEED')}, private Xvfb)"
         if args.window
         else "gym:crafter"
     )
@@ -412,7 +424,15 @@ def main(argv: list[str] | None = None) -> None:
     run = (args.steps, args.window, workdir)
 
     def arm(v: Any, s: int) -> tuple:
-        return (v.method, s, *run, [*args.overrides, *v.overrides], args.rounds, v.name)
+        return (
+            v.method,
+            s,
+            *run,
+            [*args.overrides, *v.overrides],
+            args.rounds,
+            v.name,
+            args.fps,
+        )
 
     if args.jobs <= 1:
         for i, (v, s) in enumerate(jobs, 1):

@@ -255,6 +255,13 @@ class AugmentConfig:
     focus_max_area: float = param(
         0.5, "ours", "act first where the program reacted, unless more than this; 0: off", "[0, 1]"
     )
+    focus_ahead_of_keys: bool = param(
+        False,
+        "ours",
+        "after a click the program answered, actions where it reacted come before every key;"
+        " off: only before the other clicks, and keys and clicks take turns by their response"
+        " rates (docs/agent.md, Where the program reacted)",
+    )
     focus_grow: int = param(8, "ours", "px by which changed pixels grow into places", ">= 0")
     focus_min_pixels: int = param(
         16, "ours", "places with fewer changed pixels are specks, not reactions", ">= 0"

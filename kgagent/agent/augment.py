@@ -351,7 +351,7 @@ def augment(
         near_keys = {op_key(op) for op in near}
         if inputs is None:
             candidates = order_untried(near, tried_here) + order_untried(rest, tried_here)
-        elif reaction is not None and reaction[1].points():
+        elif reaction is not None and reaction[1].points() and cfg.augment.focus_ahead_of_keys:
             # The program answered the pointer, here: its reaction's places come first.
             candidates = rank_candidates([], near, tried_here, inputs, rng) + rank_candidates(
                 [], rest, tried_here, inputs, rng

@@ -244,6 +244,43 @@ def test_k1_follows_the_last_reaction_even_past_a_dead_try(memory, cfg) -> None:
     assert res.found and res.k == 1 and res.operations == [click_t] and env.fired == 1
 
 
+@pytest.mark.parametrize("ahead", [True, False])
+def test_a_click_reaction_orders_the_clicks_and_the_keys_take_their_turn(
+    memory, cfg, ahead
+) -> None:
+    """After a click the program answered, the places where it reacted come first among
+    clicks. With ``focus_ahead_of_keys`` they also come before every key; off, a program
+    that answers keys and not clicks gets a key first (one misread click reaction on a
+    keyboard-driven program would otherwise hold every try on the pointer)."""
+    from kgagent.actions import Action
+    from kgagent.agent.inputs import InputStats
+
+    cfg.augment.rare_action_prob = 0.0
+    cfg.augment.candidates_per_length = 1
+    cfg.augment.focus_ahead_of_keys = ahead
+    env = FramedEnv()
+    env.reset()
+    objs = _objects(memory)
+    inputs = InputStats()
+    for _ in range(50):  # so far the program answered keys, never clicks
+        inputs.record(Operation("key", key="w"), True)
+        inputs.record(Operation("click", object_id="o-x"), False)
+    screen = Screen(env)
+    screen.observe()
+    b = (B[0] + B[2] // 2, B[1] + B[3] // 2)
+    screen.act(Action(kind="click", x=b[0], y=b[1]))  # a reaction: T framed
+    known = KnownObjects(memory, objs.values())
+    obs = observation(screen.observe(), objs.values())
+    res = augment(
+        screen, obs, known, StateStats(), [], cfg, np.random.default_rng(0), inputs=inputs
+    )
+    ((first, _),) = res.tried
+    if ahead:
+        assert first.startswith("click") and "btnT" in first
+    else:
+        assert first.startswith(("key", "hotkey", "type")), first
+
+
 def test_screen_remembers_the_last_action_that_changed_it(toy) -> None:
     from kgagent.actions import Action
 
