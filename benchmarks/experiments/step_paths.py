@@ -6,9 +6,16 @@ share judged progressive per path (the judge's R_progress > 0), and the inputs t
 per device (keyboard: keys, hotkeys, typed text; pointer: the rest) with how many
 changed the screen (Δ ≥ augment.min_change's default) and which keys did.
 
+With ``--per-run``, also per run (by the seed in its header): the keyboard's share of
+the inputs and the inputs that changed the screen; with two groups, the second minus the
+first of those, paired by seed (mean ± SE, the paired t).
+
     .venv/bin/python benchmarks/experiments/step_paths.py \\
         'full=/tmp/kgagent-judges-*/truth-cardgame-full-*/runs/*.jsonl' \\
         'no_graph=/tmp/kgagent-judges-*/truth-cardgame-no_graph-*/runs/*.jsonl'
+    .venv/bin/python benchmarks/experiments/step_paths.py --per-run \\
+        'full=/tmp/kgagent-crafter-*/memory-full-*/runs/*.jsonl' \\
+        'keys=/tmp/kgagent-crafter-*/memory-keys-*/runs/*.jsonl'
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import json
 import sys
 from collections import Counter
 
+from kgagent.bench.stats import paired_t
 from kgagent.config import Config
 from kgagent.errors import ConfigError
 from kgagent.runlog import read_log, step_logs
@@ -63,19 +71,48 @@ def tally(files: list[str], min_change: float) -> dict:
     }
 
 
+def per_run(files: list[str], min_change: float) -> dict[int, dict]:
+    """Per run, by the seed in its header: the keyboard's share of the inputs tried, and
+    how many inputs changed the screen. Runs of one seed (rounds) add up."""
+    out: dict[int, dict] = {}
+    for f in files:
+        header, steps, _ = read_log(f)
+        seed = int((header or {}).get("seed", -1))
+        row = out.setdefault(seed, {"keyboard": 0, "pointer": 0, "changed": 0})
+        for g in (g for r in steps for e in r.get("executions", []) for g in e["grounding"]):
+            row["keyboard" if g["op"]["kind"] in KEYBOARD else "pointer"] += 1
+            row["changed"] += g["change"] >= min_change
+    for row in out.values():
+        row["keyboard share"] = round(row["keyboard"] / max(1, row["keyboard"] + row["pointer"]), 3)
+    return dict(sorted(out.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("groups", nargs="+", help="NAME=GLOB of step logs (JSONL)")
+    ap.add_argument(
+        "--per-run", action="store_true", help="also per run; two groups: paired by seed"
+    )
     args = ap.parse_args(argv)
     min_change = Config().augment.min_change
+    runs: dict[str, dict[int, dict]] = {}
     for group in args.groups:
         name, _, pattern = group.partition("=")
         try:
             files = step_logs([pattern or name])
-            print(json.dumps({"group": name, **tally(files, min_change)}, indent=1))
+            out = {"group": name, **tally(files, min_change)}
+            if args.per_run:
+                runs[name] = out["per run"] = per_run(files, min_change)
+            print(json.dumps(out, indent=1))
         except ConfigError as e:  # no file matches, or one that is not a step log
             print(f"error: {e}", file=sys.stderr)
             return 2
+    if len(runs) == 2:
+        (a, ra), (b, rb) = runs.items()
+        seeds = sorted(set(ra) & set(rb))
+        if len(seeds) >= 2:
+            d = paired_t([rb[s]["changed"] for s in seeds], [ra[s]["changed"] for s in seeds])
+            print(f"{b} − {a}, inputs that changed the screen, by seed: {d.text(1)}")
     return 0
 
 

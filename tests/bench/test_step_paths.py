@@ -76,3 +76,28 @@ def test_step_log_globs_are_sorted_and_each_file_counted_once(tmp_path: Path) ->
         (tmp_path / name).write_text("{}\n")
     got = step_logs([f"{tmp_path}/*.jsonl", f"{tmp_path}/a.*"])
     assert got == [f"{tmp_path}/a.jsonl", f"{tmp_path}/b.jsonl"]
+
+
+def test_per_run_figures_are_paired_by_seed_between_two_groups(tmp_path: Path, capsys) -> None:
+    """Group "a" sends two clicks a run that change nothing; group "b" one key that does
+    and one click that does not, so b − a is +1 changed input in every seed."""
+
+    def run(folder: Path, seed: int, grounding: list[dict]) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        execution = {"path": "augment", "grounding": grounding}
+        step = {"type": "step", "path": "augment", "executions": [execution]}
+        lines = [{"type": "run", "seed": seed}, step]
+        (folder / f"run-{seed}.jsonl").write_text("\n".join(json.dumps(r) for r in lines))
+
+    for seed in (1, 2, 3):
+        run(tmp_path / "a", seed, [_grounding("click", 0.0), _grounding("click", 0.0)])
+        run(tmp_path / "b", seed, [_grounding("key", 0.3, key="w"), _grounding("click", 0.0)])
+    assert _load().main(["--per-run", f"a={tmp_path}/a/*.jsonl", f"b={tmp_path}/b/*.jsonl"]) == 0
+    out = capsys.readouterr().out
+    a = json.loads(out[: out.index("}\n{") + 1])
+    assert a["per run"]["1"] == {"keyboard": 0, "pointer": 2, "changed": 0, "keyboard share": 0.0}
+    assert (
+        out.strip()
+        .splitlines()[-1]
+        .startswith("b − a, inputs that changed the screen, by seed: +1.0 ± 0.0 SE (t = ∞")
+    )

@@ -85,3 +85,11 @@ def test_every_learning_arm_that_resumed_its_memory_gets_its_rounds_line(bench) 
     assert "- full round 1 − round 0: +1.00 ± 0.00 SE, t = inf, n = 2" in text
     assert "- greedy round 1 − round 0: +1.50 ± 0.50 SE, t = 3.00, n = 2" in text
     assert "random round" not in text
+
+
+def test_the_window_frame_rate_reaches_the_launched_command(bench, capsys) -> None:
+    assert bench.GUI.format(fps=5, seed=3).endswith("--fps 5 --seed 3")
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--window", "--fps", "0"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip().endswith("error: need --fps >= 1 (got 0)")
