@@ -15,7 +15,8 @@ after this prefix (remembered in the state's statistics) come last, so repeated
 visits explore new actions instead of repeating dead ones. Actions on objects
 where the program just reacted (a prefix's effect, or at k = 1 the effect of the
 last action that changed the screen), away from where the agent acted, come
-first: that is where a program expects the next input. Found there right after a
+first among the clicks (at k = 1 ahead of every key only with
+``augment.focus_ahead_of_keys``): that is where a program expects the next input. Found there right after a
 validated skill made that reaction, the operation extends that skill, if the
 reaction marked the element the skill acted on (a selection, not a command). An
 operation whose Δ is below ``cfg.augment.min_change`` changed nothing and is never kept; the

@@ -292,9 +292,9 @@ class Runner:
                 "once consecutive screenshots differ no more than that "
                 "(desktop.noise_probe_s=0 turns the probe off)"
             )
-        if idle > 0 and self.cfg.desktop.noise_margin * idle >= 1.0:
+        if (floor := d.noise_margin * idle) >= 1.0:
             self.log(
-                f"noise: warning: a floor of {self.cfg.desktop.noise_margin * idle:.0%} of the "
+                f"noise: warning: a floor of {floor:.0%} of the "
                 "pixels is more than any action can change, so no action will count as "
                 "changing the screen; bind to a part of it that holds still (--region X,Y,W,H) "
                 "or set the floors by hand with desktop.noise_probe_s=0"
