@@ -22,11 +22,12 @@ agent sees its rendering and acts with keys, headless and fast.
 The reward, the achievements (Crafter) and the key map are the harness's
 (:attr:`GymEnv.key_map`, :meth:`GymEnv.ground_truth`, :meth:`GymEnv.end_info`);
 the agent holds only a Screen. Seeded: the same seed and inputs give the same
-screens.
+screens (Crafter's creature balancing is made to follow the seed: :func:`_chunks_in_order`).
 """
 
 from __future__ import annotations
 
+import collections
 import math
 from dataclasses import dataclass, fields
 from typing import Any
@@ -122,6 +123,7 @@ class _Crafter:
 
     def reset(self, seed: int) -> None:
         self.env = self._crafter.Env(seed=seed, length=self.length, reward=self.reward)
+        _chunks_in_order(self.env)
         self.env.reset()
 
     def step(self, index: int) -> tuple[float, bool, bool, dict[str, Any]]:
@@ -137,6 +139,38 @@ class _Crafter:
 
     def close(self) -> None:
         self.env = None
+
+
+class _OrderedSet(dict):
+    """A set of objects that iterates in the order they were added."""
+
+    def add(self, item: Any) -> None:
+        self[item] = None
+
+    def remove(self, item: Any) -> None:
+        del self[item]
+
+
+def _chunks_in_order(env: Any) -> None:
+    """Make a Crafter world's creature balancing depend on the seed alone.
+
+    Crafter keeps each chunk's creatures in a ``set``, which iterates by memory address,
+    and despawns ``creatures[random.randint(...)]`` from that order: the same seed and
+    inputs then give another world once a creature is despawned (two runs of seed 0 in
+    one process part after 83 random actions). Here each world reset gives the chunks
+    sets that iterate in the order creatures were added; the choice stays uniform. A
+    Crafter without these internals is left as it is."""
+    world = getattr(env, "_world", None)
+    reset = getattr(world, "reset", None)
+    if world is None or reset is None or not hasattr(world, "_chunks"):
+        return
+
+    def ordered_reset(*args: Any, **kwargs: Any) -> Any:
+        out = reset(*args, **kwargs)
+        world._chunks = collections.defaultdict(_OrderedSet)
+        return out
+
+    world.reset = ordered_reset
 
 
 class _Gymnasium:

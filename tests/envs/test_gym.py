@@ -80,10 +80,10 @@ def test_escape_ends_the_episode_like_the_gui(env) -> None:
     assert env.end_info()["ended_by"] == "quit key"
 
 
-def _play(seed: int, keys: list[str]) -> tuple[list[np.ndarray], dict]:
-    from kgagent.envs.gym import GymEnv
+def _play(seed: int, keys: list[str], size=None) -> tuple[list[np.ndarray], dict]:
+    from kgagent.envs.gym import GymEnv, GymOptions
 
-    e = GymEnv("crafter", seed=seed)
+    e = GymEnv("crafter", seed=seed, options=GymOptions(size=size))
     frames = [e.observe().copy()]
     for k in keys:
         frames.append(e.step(Action("key", key=k))[0].copy())
@@ -100,6 +100,28 @@ def test_crafter_is_deterministic_under_a_seed() -> None:
     assert all(np.array_equal(x, y) for x, y in zip(a, b)) and truth_a == truth_b
     c, _ = _play(6, keys)
     assert not np.array_equal(a[0], c[0])  # another seed, another world
+
+
+def test_crafter_repeats_itself_after_creatures_come_and_go() -> None:
+    # Long enough for Crafter to despawn creatures: its own sets iterate by address, and
+    # two runs of one seed parted within these steps in most seeds.
+    keys = [str(k) for k in np.random.default_rng(1).choice(list(_gui_keymap()), size=300)]
+    for seed in (0, 2, 4):
+        a, truth_a = _play(seed, keys, size=(64, 64))
+        held = [object() for _ in range(2000)]  # other addresses for the second run
+        b, truth_b = _play(seed, keys, size=(64, 64))
+        assert held and truth_a == truth_b
+        assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True)), seed
+
+
+def test_crafter_chunks_list_creatures_in_the_order_they_came(env) -> None:
+    world = env._backend.env._world
+    joined = {id(o): i for i, o in enumerate(world._objects) if o}
+    crowded = [list(objs) for objs in world.chunks.values() if len(objs) > 1]
+    assert crowded  # a new world has chunks with several creatures
+    for objs in crowded:
+        order = [joined[id(o)] for o in objs]
+        assert order == sorted(order)
 
 
 def test_ground_truth_reads_crafter_achievements(env) -> None:
