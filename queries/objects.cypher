@@ -1,7 +1,8 @@
 // name: object_create
-CREATE (o:Object {id: $object, name: $name, crop: $crop, x: $x, y: $y, w: $w, h: $h,
-                  phash: $phash, created_at: $now, label: $label})
-RETURN o.id AS id;
+// New objects in one statement: rows = [{id, name, crop, x, y, w, h, phash, label}].
+UNWIND $rows AS r
+CREATE (o:Object {id: r.id, name: r.name, crop: r.crop, x: r.x, y: r.y, w: r.w, h: r.h,
+                  phash: r.phash, created_at: $now, label: r.label});
 
 // name: object_get
 MATCH (o:Object {id: $object})
@@ -15,7 +16,11 @@ RETURN o.id AS id, o.name AS name, o.crop AS crop, o.x AS x, o.y AS y, o.w AS w,
 ORDER BY o.created_at, o.id;
 
 // name: state_object_link
-MATCH (s:State {id: $state}), (o:Object {id: $object})
+// A state's objects ($objects: distinct ids) in one statement; links that exist stay as
+// they are, ids of no object are skipped.
+MATCH (s:State {id: $state})
+UNWIND $objects AS oid
+MATCH (o:Object {id: oid})
 MERGE (s)-[:HAS_OBJECT]->(o);
 
 // name: state_objects

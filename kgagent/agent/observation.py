@@ -241,11 +241,13 @@ class Observer:
         out: list[UIObject] = []
         seen: set[str] = set()
         boxes: list[TextBox] = []
-        for seg, label in zip(segs, labels, strict=True):
-            if label:
-                obj = self.mem.upsert_object(seg.crop, seg.bbox, seg.phash, label=label)
-            else:
-                obj = self.mem.upsert_object(seg.crop, seg.bbox, seg.phash)
+        objs = self.mem.upsert_objects(
+            [
+                (seg.crop, seg.bbox, seg.phash, label)
+                for seg, label in zip(segs, labels, strict=True)
+            ]
+        )
+        for seg, label, obj in zip(segs, labels, objs, strict=True):
             self._index(boxes, label or getattr(obj, "label", "") or "", seg.bbox)
             if obj.id not in seen:
                 seen.add(obj.id)

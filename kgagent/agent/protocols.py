@@ -7,6 +7,7 @@ files: it talks to this interface only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -46,6 +47,10 @@ class MemoryAPI(Protocol):
     def upsert_object(
         self, crop: np.ndarray, bbox: tuple[int, int, int, int], phash: int, name: str | None = None
     ) -> UIObject: ...
+
+    def upsert_objects(
+        self, segments: Sequence[tuple[np.ndarray, tuple[int, int, int, int], int, str]]
+    ) -> list[UIObject]: ...
 
     def get_object(self, object_id: str) -> UIObject: ...
 

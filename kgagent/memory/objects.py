@@ -22,6 +22,7 @@ finding "the same object" is one vectorised test, not a query.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,14 @@ class Objects(MemoryCore):
         self._sizes = np.vstack([self._sizes, [w, h]])
         self._keys.append(control_key(obj.label) if names_control(obj.label) else "")
 
+    def _uncache_objects(self, keep: int) -> None:
+        """Forget the cached objects after the first ``keep`` (their write failed)."""
+        for oid in self._object_ids[keep:]:
+            self._objects.pop(oid, None)
+        del self._object_ids[keep:], self._keys[keep:]
+        self._hashes = self._hashes[:keep]
+        self._sizes = self._sizes[:keep]
+
     def find_object(self, phash: int, size: tuple[int, int], label: str = "") -> UIObject | None:
         """The stored object with this perceptual hash (within tolerance) and size, whose
         label does not name another control than ``label`` ("" contradicts nothing)."""
@@ -100,32 +109,60 @@ class Objects(MemoryCore):
     ) -> UIObject:
         """The memory-wide object for this crop: an existing one (same look, no other text)
         or a new one. ``label``: the text read from ``crop`` ("" when none)."""
-        bbox = tuple(int(v) for v in bbox)
-        label = " ".join(str(label or "").split())
-        hit = self.find_object(int(phash), (bbox[2], bbox[3]), label)
-        if hit is not None:
-            return UIObject(
-                hit.id, hit.name, hit.bbox, hit.phash, hit.crop_blob, created=False, label=hit.label
+        return self.upsert_objects([(crop, bbox, phash, label)], names=[name])[0]
+
+    def upsert_objects(
+        self,
+        segments: Sequence[tuple[np.ndarray, tuple[int, int, int, int], int, str]],
+        names: Sequence[str | None] | None = None,
+    ) -> list[UIObject]:
+        """:meth:`upsert_object` for each ``(crop, bbox, phash, label)`` of a screen, in order;
+        the new objects are written in one statement. A segment that looks like one earlier
+        in the list is that object. If the write fails, no object of the list is kept."""
+        out: list[UIObject] = []
+        rows: list[dict[str, Any]] = []
+        cached = len(self._object_ids)
+        seq = self._seq.get("o", 0)
+        now = time.time()
+        for i, (crop, bbox, phash, label) in enumerate(segments):
+            bbox = tuple(int(v) for v in bbox)
+            label = " ".join(str(label or "").split())
+            hit = self.find_object(int(phash), (bbox[2], bbox[3]), label)
+            if hit is not None:
+                out.append(
+                    UIObject(hit.id, hit.name, hit.bbox, hit.phash, hit.crop_blob, False, hit.label)
+                )
+                continue
+            oid = self._next_id("o")
+            blob = self.blobs.put_image(crop)
+            name = (names[i] if names else None) or (
+                f'"{label}"' if label else f"object_{len(self._object_ids) + 1}"
             )
-        oid = self._next_id("o")
-        blob = self.blobs.put_image(crop)
-        name = name or (f'"{label}"' if label else f"object_{len(self._object_ids) + 1}")
-        self._q(
-            "object_create",
-            object=oid,
-            name=name,
-            crop=blob,
-            x=bbox[0],
-            y=bbox[1],
-            w=bbox[2],
-            h=bbox[3],
-            phash=f"{int(phash) & PHASH_MASK:016x}",
-            now=time.time(),
-            label=label,
-        )
-        obj = UIObject(oid, name, bbox, int(phash) & PHASH_MASK, blob, created=True, label=label)
-        self._cache_object(obj)
-        return obj
+            code = int(phash) & PHASH_MASK
+            rows.append(
+                {
+                    "id": oid,
+                    "name": name,
+                    "crop": blob,
+                    "x": bbox[0],
+                    "y": bbox[1],
+                    "w": bbox[2],
+                    "h": bbox[3],
+                    "phash": f"{code:016x}",
+                    "label": label,
+                }
+            )
+            obj = UIObject(oid, name, bbox, code, blob, created=True, label=label)
+            self._cache_object(obj)  # later segments of this screen find it
+            out.append(obj)
+        if rows:
+            try:
+                self._q("object_create", rows=rows, now=now)
+            except BaseException:
+                self._uncache_objects(cached)
+                self._seq["o"] = seq
+                raise
+        return out
 
     def get_object(self, object_id: str) -> UIObject:
         obj = self._objects.get(object_id)
@@ -138,8 +175,10 @@ class Objects(MemoryCore):
         return self.blobs.get_image(self.get_object(object_id).crop_blob)
 
     def link_state_objects(self, state_id: str, object_ids: list[str]) -> None:
-        for oid in object_ids:
-            self._q("state_object_link", state=state_id, object=oid)
+        """The state shows these objects (links that exist stay; one statement)."""
+        ids = list(dict.fromkeys(str(o) for o in object_ids))
+        if ids:
+            self._q("state_object_link", state=state_id, objects=ids)
 
     def state_objects(self, state_id: str) -> list[UIObject]:
         """The objects seen on a state, top to bottom, left to right."""

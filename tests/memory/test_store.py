@@ -218,6 +218,64 @@ def test_objects_dedup_across_memory(populated) -> None:
         assert m.object_crop(first).shape == (10, 12, 3)
 
 
+def test_a_screens_objects_in_one_write_alike_ones_once(populated) -> None:
+    crop = np.zeros((10, 12, 3), dtype=np.uint8)
+    segs = [
+        (crop, (0, 0, 12, 10), 0x0F0F0F0F, ""),  # a stored object
+        (crop, (40, 0, 12, 10), 0xAAAA_0000_AAAA_0000, "Open"),  # new
+        (crop, (80, 0, 12, 10), 0xAAAA_0000_AAAA_0001, "Open"),  # new, like the one before
+        (crop, (120, 0, 12, 10), 0xAAAA_0000_AAAA_0001, "Save"),  # its look, another name
+    ]
+    with Memory.open(populated.path, Config(), encoder=ENC) as m:
+        objs = m.upsert_objects(segs)
+        assert [o.created for o in objs] == [False, True, False, True]
+        assert objs[0].id == populated.objects[0] and objs[1].id == objs[2].id
+        assert [o.name for o in objs[1:]] == ['"Open"', '"Open"', '"Save"']
+        assert m.stats().objects == 5
+    with Memory.open(populated.path, Config(), encoder=ENC) as m:  # written, and found again
+        again = m.upsert_objects(segs)
+        assert [o.id for o in again] == [o.id for o in objs]
+        assert not any(o.created for o in again)
+        assert m.get_object(objs[3].id).label == "Save"
+
+
+def test_a_failed_object_write_keeps_none_of_the_screen(populated, monkeypatch) -> None:
+    crop = np.zeros((10, 12, 3), dtype=np.uint8)
+    segs = [(crop, (0, 0, 12, 10), 0x5555_0000_5555_0000 << i, "") for i in range(2)]
+    with Memory.open(populated.path, Config(), encoder=ENC) as m:
+        real_q = m._q
+
+        def failing(name, /, **params):
+            if name == "object_create":
+                raise MemoryStoreError("disk full")
+            return real_q(name, **params)
+
+        monkeypatch.setattr(m, "_q", failing)
+        with pytest.raises(MemoryStoreError):
+            m.upsert_objects(segs)
+        assert m.find_object(segs[0][2], (12, 10)) is None  # not remembered in process
+        monkeypatch.setattr(m, "_q", real_q)
+        objs = m.upsert_objects(segs)
+        assert all(o.created for o in objs)
+        assert m.stats().objects == 5
+        assert [o.name for o in objs] == ["object_4", "object_5"]
+
+
+def test_state_object_links_once_each_and_unknown_ids_skipped(populated) -> None:
+    state, (o1, o2, o3) = populated.states["A"], populated.objects
+    with Memory.open(populated.path, Config(), encoder=ENC) as m:
+        # A again, with a repeat and an id of no object: one new link, nothing doubled.
+        m.link_state_objects(state, [o2, o3, o3, "o-none", o1])
+        m.link_state_objects(state, [])
+        links = m.cypher(
+            "MATCH (s:State {id: $s})-[:HAS_OBJECT]->(o:Object) RETURN o.id AS id ORDER BY id",
+            {"s": state},
+        )
+        assert [r["id"] for r in links] == sorted([o1, o2, o3])
+        assert {o.id for o in m.state_objects(state)} == {o1, o2, o3}
+        assert m.state_objects(populated.states["B"]) == []
+
+
 def test_state_stats_json_round_trip(populated) -> None:
     tree = {"visits": 4, "children": [{"skill": "k-x", "q": 0.25, "n": [1, 2]}], "note": "ü"}
     a = populated.states["A"]
