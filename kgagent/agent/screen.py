@@ -72,8 +72,9 @@ class Screen:
         captured again, and when its screen changed since the last action settled (a
         reaction later than the settle wait, or the program's own motion) what follows
         sees the screen as it is now: the change is credited to no input instead of to
-        the next one. Returns whether it changed (``late_changes`` counts it). Other
-        environments change only when acted on: nothing to do."""
+        the next one. Returns whether it changed (``late_changes`` counts it); the
+        remembered reaction ends then, as the screen is no longer what that action made
+        of it. Other environments change only when acted on: nothing to do."""
         if not self._env.live or self._last is None:
             return False
         if self.timer is None:
@@ -83,6 +84,7 @@ class Screen:
         if not self._changed(self._last, now):
             return False  # the cached frame stays (the state's merge is reused)
         self._last = now
+        self._reaction = None
         self.late_changes += 1
         return True
 
@@ -91,7 +93,8 @@ class Screen:
         """The screen before the last action that changed the screen, and that action.
 
         The agent's own short-term memory of cause and effect: the current screen
-        is what the program made of that action (actions since changed nothing).
+        is what the program made of that action (actions since changed nothing, and
+        the screen did not change by itself: :meth:`catch_up`); None when it is not.
         """
         return self._reaction
 

@@ -64,6 +64,18 @@ def test_a_change_below_the_floor_keeps_the_cached_frame() -> None:
     assert screen.catch_up() is False and screen.observe() is first
 
 
+def test_a_change_by_the_program_ends_the_remembered_reaction() -> None:
+    env = LiveToy()
+    env.reset()
+    screen = Screen(env)
+    screen.observe()
+    screen.act(Action("click", x=A[0] + 5, y=A[1] + 5))  # A opens the panel
+    assert screen.last_reaction is not None
+    assert screen.catch_up() is False and screen.last_reaction is not None  # still so
+    env.selected = not env.selected  # the program draws something no input asked for
+    assert screen.catch_up() is True and screen.last_reaction is None
+
+
 def test_a_program_that_changes_only_when_acted_on_is_not_captured_again() -> None:
     env = ToyEnv()
     env.reset()
