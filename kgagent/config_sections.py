@@ -509,6 +509,14 @@ class DesktopConfig:
     noise_margin: float = param(
         2.0, "ours", "the 'nothing changed' floors become at least this × the idle Δ", ">= 1"
     )
+    noise_reprobe_after: int = param(
+        2,
+        "ours",
+        "watch the idle target again after this many inputs in a row whose screen never held"
+        " still within settle_timeout_s (noise that began later: Crafter's night, docs/"
+        "benchmarks.md); its settle tolerance follows, the floors stay; 0: never",
+        ">= 0",
+    )
     launch: str | None = param(
         None, "ours", "start this command, bind to its first window, restart it when it exits"
     )

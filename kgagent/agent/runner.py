@@ -108,6 +108,7 @@ class Runner:
         self.progress = progress
         self.log: Log = log or (lambda m: print(m, file=sys.stderr))
         self.idle_change: float | None = None  # measured by the noise probe (live targets)
+        self.reprobes = 0  # the noise watched again during the run (desktop.noise_reprobe_after)
         self._steps = 0
 
     def _build(self) -> tuple[StateEncoder, Segmenter, Brain]:
@@ -210,6 +211,13 @@ class Runner:
                             stopped = "budget"
                             break
                         in_episode += 1
+                        reprobe = cfg.desktop.noise_reprobe_after
+                        if (
+                            env.live
+                            and cfg.desktop.noise_probe_s > 0
+                            and 0 < reprobe <= env.unsettled
+                        ):
+                            self._reprobe_noise(env)
                         truth = _truth(env)  # harness only
                         line = {**rec.to_dict(), "truth": truth}
                         records.append({"type": "step", **line})
@@ -268,21 +276,49 @@ class Runner:
         """The ``episode`` log line: which episode ended, after how many steps, and why."""
         return {"episode": episode, "steps": steps, "reason": reason, **env.end_info()}
 
-    def _probe_noise(self, env: Env) -> None:
-        """Measure how much the idle target changes on its own; lift the change floors above it."""
+    def _watch_idle(self, env: Env, *, below_threshold: bool = False) -> float:
+        """The idle target's Δ (:func:`idle_change`); the settle tolerates as much motion.
+        With ``below_threshold`` it tolerates changes below the grey-level threshold even
+        when the Δ is 0 (otherwise it then waits for equal screenshots)."""
         d = self.cfg.desktop
+        threshold = self.cfg.perception.change_threshold
         idle = idle_change(
             env.observe,
             duration_s=d.noise_probe_s,
             interval_s=max(d.settle_interval_s, 0.01),
-            threshold=self.cfg.perception.change_threshold,
+            threshold=threshold,
         )
+        # a screen that never holds still settles once consecutive screenshots differ
+        # no more than the idle screen does
+        env.tolerate_motion(
+            (lambda a, b: visual_change(a, b, threshold) <= idle)
+            if idle > 0 or below_threshold
+            else None
+        )
+        return idle
+
+    def _reprobe_noise(self, env: Env) -> None:
+        """Inputs in a row whose screen never held still: the target's noise may have grown
+        since the start (a game's night, an animation that began). Watch it again; the
+        settle follows, and from now on also takes changes below the grey-level threshold
+        for stillness (faint noise: the agent does not count them as changes either). The
+        change floors (the agent's) stay as measured at the start."""
+        n, env.unsettled = env.unsettled, 0
+        idle = self._watch_idle(env, below_threshold=True)
+        self.reprobes += 1
+        self.log(
+            f"noise: {n} inputs in a row did not hold still within "
+            f"desktop.settle_timeout_s; watched the target again: it changes {idle:.3%} of "
+            "its pixels without any action (by more than perception.change_threshold grey "
+            "levels), and an action's screen now counts as settled once consecutive "
+            "screenshots differ no more than that (the change floors stay)"
+        )
+
+    def _probe_noise(self, env: Env) -> None:
+        """Measure how much the idle target changes on its own; lift the change floors above it."""
+        d = self.cfg.desktop
+        idle = self._watch_idle(env)
         self.idle_change = idle
-        if idle > 0:
-            # a screen that never holds still settles once consecutive screenshots
-            # differ no more than the idle screen does
-            threshold = self.cfg.perception.change_threshold
-            env.tolerate_motion(lambda a, b: visual_change(a, b, threshold) <= idle)
         raised = self.cfg.raise_change_floors(idle)
         if raised:
             changes = ", ".join(f"{k} {a:.3%} -> {b:.3%}" for k, (a, b) in raised.items())

@@ -45,6 +45,10 @@ class Env(ABC):
     #: When an episode ends before the run's step budget (a game over, a program that
     #: exits), the runner resets the environment and goes on (``run.restart`` overrides).
     restarts: bool = False
+    #: Live targets: the inputs in a row whose screen did not hold still before the
+    #: settle timeout (0 after one that did). The runner watches the target's noise
+    #: again when it grows (``desktop.noise_reprobe_after``) and sets it back to 0.
+    unsettled: int = 0
 
     @property
     @abstractmethod
@@ -71,10 +75,10 @@ class Env(ABC):
     def ground_truth(self) -> GroundTruth:
         """The harness's view of progress. Never passed to the agent."""
 
-    def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool]) -> None:  # noqa: B027
+    def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool] | None) -> None:  # noqa: B027
         """Live targets: ``still(a, b)`` tells two consecutive screenshots of a
         settled screen apart from a screen that is still reacting. The runner
-        sets it from the measured idle change; a still program needs none."""
+        sets it from the measured idle change; a still program needs none (None)."""
 
     def end_info(self) -> dict[str, Any]:
         """What the step log records when an episode ends (e.g. a program's exit code)."""

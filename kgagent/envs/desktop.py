@@ -305,7 +305,7 @@ class DesktopEnv(Env):
             out[y0 - y : y1 - y, x0 - x : x1 - x] = self._capture.grab((x0, y0, x1, y1))
         return out
 
-    def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool]) -> None:
+    def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool] | None) -> None:
         self._still = still
 
     def _settle(self, before: np.ndarray | None) -> tuple[np.ndarray, bool]:
@@ -413,6 +413,7 @@ class DesktopEnv(Env):
         t1 = time.perf_counter()
         obs, settled = self._settle(before)
         t_settle = time.perf_counter() - t1
+        self.unsettled = 0 if settled else self.unsettled + 1
         self._last = obs
         if prog is not None:
             if not prog.running:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from kgagent.agent.runner import Runner
@@ -91,6 +92,66 @@ class FlashingEnv(ToyEnv):
         self.looks += 1
         img = super().observe()
         return 255 - img if self.looks % 2 else img
+
+
+def _brighter(img: np.ndarray, levels: int) -> np.ndarray:
+    return np.clip(img.astype(np.int16) + levels, 0, 255).astype(np.uint8)
+
+
+class NightEnv(ToyEnv):
+    """A live program that holds still until its third input, then flashes on its own
+    (a game's night), so that its inputs stop settling as a desktop window's would.
+    ``faint``: the flashes move every pixel by 10 grey levels only (below the threshold)."""
+
+    live = True
+
+    def __init__(self, faint: bool = False) -> None:
+        super().__init__()
+        self.inputs = self.looks = 0
+        self.faint = faint
+        self.tolerances: list = []
+
+    def step(self, action):
+        self.inputs += 1
+        out = super().step(action)
+        if self.inputs >= 3:
+            self.unsettled += 1  # the settle wait timed out
+        return out
+
+    def observe(self) -> np.ndarray:
+        img = super().observe()
+        if self.inputs < 3:
+            return img
+        self.looks += 1
+        if self.looks % 2 == 0:
+            return img
+        return _brighter(img, 10) if self.faint else 255 - img
+
+    def tolerate_motion(self, still) -> None:
+        self.tolerances.append(still)
+
+
+@pytest.mark.parametrize(("after", "faint"), [(2, False), (2, True), (0, False)])
+def test_noise_that_begins_later_is_watched_again(cfg, tmp_path, after, faint) -> None:
+    cfg.desktop.noise_probe_s = 0.05
+    cfg.desktop.noise_reprobe_after = after
+    logs: list[str] = []
+    env = NightEnv(faint)
+    runner = _runner(cfg, tmp_path / "m", env, logs.append)
+    runner.run(4)
+    again = [m for m in logs if "watched the target again" in m]
+    assert env.tolerances[0] is None  # still at the start: nothing to tolerate
+    if after == 0:
+        assert not again and runner.reprobes == 0 and env.tolerances == [None]
+        return
+    assert again and runner.reprobes == len(again) and env.unsettled < after
+    assert "inputs in a row" in again[0] and "the change floors stay" in again[0]
+    still = env.tolerances[-1]
+    img = env.observe()
+    assert still is not None and still(img, _brighter(img, 10))  # faint flashes settle
+    assert ("changes 0.000%" in again[0]) is faint
+    assert still(img, 255 - img) is (not faint)  # strong ones when they were measured
+    assert runner.idle_change == 0.0  # the start's measure (the floors') is kept
 
 
 def test_a_floor_above_any_possible_change_is_reported(cfg, tmp_path) -> None:

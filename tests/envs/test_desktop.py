@@ -253,13 +253,15 @@ def test_a_busy_window_settles_within_its_idle_change(xvfb: str, tmp_path: Path)
         env = DesktopEnv(cfg.desktop)
         settled = [env.step(Action("click", x=80, y=50))[4]["settled"] for _ in range(2)]
         assert settled.count(False) >= 1  # the spinner kept every pair of screenshots apart
+        # inputs in a row that did not settle (what makes the runner watch the noise again)
+        assert env.unsettled == (2 if settled == [False, False] else int(not settled[1]))
         runner = Runner(
             cfg, memory_path=tmp_path / "mem", env=env, progress=False, log=lambda m: None
         )
         runner.run(0)  # probes the noise and tells the env how much motion is idle
         assert runner.idle_change > 0.01
         *_, info = env.step(Action("click", x=260, y=50))
-        assert info["settled"] is True
+        assert info["settled"] is True and env.unsettled == 0
         assert _wait(lambda: (_counts(counts)["A"], _counts(counts)["B"]) == (2, 1), 3)
     finally:
         proc.kill()
