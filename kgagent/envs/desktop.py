@@ -401,6 +401,11 @@ class DesktopEnv(Env):
         self._execute(action)
         t_input = time.perf_counter() - t0
         self._fresh = False
+        if prog is not None:
+            # the program was up to take an input: an exit from now on is no start-up
+            # death, even when this input is what closed it (a game's quit key)
+            self._episode_steps += 1
+            self._early_exits = 0
         w, h = self.size
         try:
             self._box = self._geometry()
@@ -415,11 +420,8 @@ class DesktopEnv(Env):
         t_settle = time.perf_counter() - t1
         self.unsettled = 0 if settled else self.unsettled + 1
         self._last = obs
-        if prog is not None:
-            if not prog.running:
-                return self._ended()
-            self._episode_steps += 1
-            self._early_exits = 0
+        if prog is not None and not prog.running:
+            return self._ended()
         timing = {"input": t_input, "settle": t_settle}  # seconds; the agent logs them
         return obs, 0.0, False, False, {**self._info(), "settled": settled, "timing": timing}
 

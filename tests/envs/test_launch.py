@@ -133,6 +133,27 @@ def test_launched_program_that_exits_ends_the_episode_and_is_started_again(
     assert _gone(env.program.pid) and not live_groups()
 
 
+def test_a_program_its_first_input_closes_is_no_start_up_death(xvfb: str, tmp_path: Path) -> None:
+    """A game whose quit key the agent pressed first thing, episode after episode: each
+    episode ends and the program starts again; only a death before any input counts
+    towards ``start_failures``."""
+    from kgagent.envs.desktop import DesktopEnv
+
+    log = tmp_path / "program.log"
+    title = f"kg-quit-{tmp_path.name}"
+    env = DesktopEnv(FAST, options=_opts(_sdl(title, "--exit-after", "1"), log, start_failures=2))
+    try:
+        for episode in range(3):
+            env.reset(seed=episode)
+            *_, terminated, _trunc, info = env.step(Action("key", key="a"))
+            if not terminated:  # the window may outlive the key by a frame
+                *_, terminated, _trunc, info = env.step(Action("key", key="b"))
+            assert terminated and info["exit_code"] == 7
+        assert env.end_info()["program_starts"] == 3
+    finally:
+        env.close()
+
+
 def test_program_dying_at_start_up_is_one_clear_error(xvfb: str, tmp_path: Path) -> None:
     from kgagent.envs.desktop import DesktopEnv
     from kgagent.envs.launch import live_groups
