@@ -419,6 +419,16 @@ class DesktopEnv(Env):
         obs, settled = self._settle(before)
         t_settle = time.perf_counter() - t1
         self.unsettled = 0 if settled else self.unsettled + 1
+        try:
+            # the input may have closed the window during the wait: what was captured
+            # there since is whatever lay behind it, no reaction of the program's
+            self._box = self._geometry()
+        except EnvironmentError_:
+            if prog is None:
+                return np.zeros((h, w, 3), np.uint8), 0.0, True, False, {"alive": False}
+            if self._program_ended():
+                return self._ended()
+            obs = self._grab()  # it replaced its window: the env follows the new one
         self._last = obs
         if prog is not None and not prog.running:
             return self._ended()

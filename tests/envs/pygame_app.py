@@ -1,9 +1,11 @@
 """A tiny SDL (pygame) program for the desktop tests.
 
-Usage: python pygame_app.py TITLE [--out FILE] [--exit-after N] [--die CODE] [--blank-for S]
+Usage: python pygame_app.py TITLE [--out FILE] [--exit-after N] [--linger S] [--die CODE]
+                            [--blank-for S]
 
 It shows a 320x240 window whose colour changes with every key press, appends each
-key's name to FILE, and exits with code 7 after N inputs (key presses and clicks). With ``--die`` it
+key's name to FILE, and exits with code 7 after N inputs (key presses and clicks); with
+``--linger`` its window closes first and the process exits S seconds later. With ``--die`` it
 writes an error and exits with CODE at once, before any window, as a program with a
 broken installation does. With ``--blank-for`` the window stays black for S seconds
 before its first frame, as a program still loading does. Only the display is
@@ -20,6 +22,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("title")
 ap.add_argument("--out", default=None)
 ap.add_argument("--exit-after", type=int, default=0)
+ap.add_argument("--linger", type=float, default=0.0)
 ap.add_argument("--die", type=int, default=None)
 ap.add_argument("--blank-for", type=float, default=0.0)
 args = ap.parse_args()
@@ -50,6 +53,9 @@ while True:
                     f.write(pygame.key.name(event.key) + "\n")
             if args.exit_after and presses >= args.exit_after:
                 print(f"pygame_app: {presses} inputs, exiting", flush=True)
+                if args.linger > 0:
+                    pygame.display.quit()  # the window goes; the process ends later
+                    time.sleep(args.linger)
                 sys.exit(7)
     screen.fill(colours[presses % len(colours)])
     pygame.draw.rect(screen, (255, 255, 255), (10 + 20 * (presses % 10), 100, 16, 16))

@@ -154,6 +154,25 @@ def test_a_program_its_first_input_closes_is_no_start_up_death(xvfb: str, tmp_pa
         env.close()
 
 
+def test_a_window_closed_during_the_wait_ends_the_episode_with_that_input(
+    xvfb: str, tmp_path: Path
+) -> None:
+    """The input closes the window at once and the process exits half a second later:
+    the step reports the end, not what lay behind the window as the input's effect."""
+    from kgagent.envs.desktop import DesktopEnv
+
+    log = tmp_path / "program.log"
+    title = f"kg-linger-{tmp_path.name}"
+    launch = _sdl(title, "--exit-after", "1", "--linger", "0.5")
+    env = DesktopEnv(FAST, options=_opts(launch, log))
+    try:
+        env.reset(seed=0)
+        *_, terminated, _trunc, info = env.step(Action("key", key="a"))
+        assert terminated and info["exit_code"] == 7
+    finally:
+        env.close()
+
+
 def test_program_dying_at_start_up_is_one_clear_error(xvfb: str, tmp_path: Path) -> None:
     from kgagent.envs.desktop import DesktopEnv
     from kgagent.envs.launch import live_groups
