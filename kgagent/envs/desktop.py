@@ -406,34 +406,40 @@ class DesktopEnv(Env):
             # death, even when this input is what closed it (a game's quit key)
             self._episode_steps += 1
             self._early_exits = 0
-        w, h = self.size
-        try:
-            self._box = self._geometry()
-        except EnvironmentError_:
-            # the action closed the window: that ends the episode
-            if prog is None:
-                return np.zeros((h, w, 3), np.uint8), 0.0, True, False, {"alive": False}
-            if self._program_ended():
-                return self._ended()
+        size = self.size
+        if (end := self._closed(size)) is not None:
+            return end
         t1 = time.perf_counter()
         obs, settled = self._settle(before)
         t_settle = time.perf_counter() - t1
         self.unsettled = 0 if settled else self.unsettled + 1
-        try:
-            # the input may have closed the window during the wait: what was captured
-            # there since is whatever lay behind it, no reaction of the program's
-            self._box = self._geometry()
-        except EnvironmentError_:
-            if prog is None:
-                return np.zeros((h, w, 3), np.uint8), 0.0, True, False, {"alive": False}
-            if self._program_ended():
-                return self._ended()
+        # the input may have closed the window during the wait: what was captured there
+        # since is whatever lay behind it, no reaction of the program's
+        wid = self._wid
+        if (end := self._closed(size)) is not None:
+            return end
+        if self._wid != wid:
             obs = self._grab()  # it replaced its window: the env follows the new one
         self._last = obs
         if prog is not None and not prog.running:
             return self._ended()
         timing = {"input": t_input, "settle": t_settle}  # seconds; the agent logs them
         return obs, 0.0, False, False, {**self._info(), "settled": settled, "timing": timing}
+
+    def _closed(
+        self, size: tuple[int, int]
+    ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]] | None:
+        """After an input: the window's box again, or the step that ends the episode when
+        the window has gone (None: it is there, or the program replaced it and the env
+        now follows the new one). ``size``: the target's size before the input."""
+        try:
+            self._box = self._geometry()
+            return None
+        except EnvironmentError_:
+            if self._program is None:
+                w, h = size
+                return np.zeros((h, w, 3), np.uint8), 0.0, True, False, {"alive": False}
+            return self._ended() if self._program_ended() else None
 
     def ground_truth(self) -> GroundTruth:
         alive = self._program is None or self._program.running
