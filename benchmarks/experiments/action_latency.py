@@ -15,7 +15,10 @@ its second half: for keys that change the program's screen whenever they are pre
 what blocking explains is reactions the settle wait did not wait for. The keys are the
 harness's knowledge of the program, never the agent's. ``late_changes`` sums the step
 lines' ``late_changes``: changes found after an action had settled, before the next step
-or execution began (credited to no input), and the steps that had any.
+or execution began (credited to no input), and the steps that had any. ``runs`` gives the
+runs' wall time and episodes (their summary lines) and ``slow_steps``: the steps whose
+settle wait took more than ``--slow-ms`` (1,000) an input, a screen that would not hold
+still.
 
     env -u DISPLAY kgagent play --env desktop --launch "python -m crafter.run_gui --wait True" \\
         --steps 100 --memory /tmp/lat --format json
@@ -96,6 +99,22 @@ def late_changes(files: list[str]) -> dict:
     }
 
 
+def run_totals(files: list[str], slow_ms: float) -> dict:
+    """The runs' wall time and episodes (their summary lines), and the steps whose settle
+    wait took more than ``slow_ms`` an input (a screen that would not hold still)."""
+    wall, episodes, slow = 0.0, 0, 0
+    for f in files:
+        _header, steps, summary = read_log(f)
+        if summary is not None:
+            wall += float(summary.get("duration_s") or 0.0)
+            episodes += int(summary.get("episodes") or 0)
+        for r in steps:
+            n = sum(e.get("actions", 0) for e in r.get("executions", []))
+            if n > 0 and (r.get("times_ms") or {}).get("settle", 0.0) / n > slow_ms:
+                slow += 1
+    return {"wall_s": round(wall, 1), "episodes": episodes, "slow_steps": slow}
+
+
 def no_change(files: list[str], keys: set[str]) -> dict:
     """Presses of ``keys`` that changed nothing (Δ 0), in the whole run and its second half."""
     unchanged = [
@@ -126,10 +145,20 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="comma-separated keys: count their presses that changed nothing (e.g. w,a,s,d)",
     )
+    ap.add_argument(
+        "--slow-ms",
+        type=float,
+        default=1000.0,
+        help="count the steps whose settle wait took more than this (ms) an input",
+    )
     args = ap.parse_args(argv)
     try:
         files = step_logs(args.logs)
-        out = {**per_input(files), "late_changes": late_changes(files)}
+        out = {
+            **per_input(files),
+            "late_changes": late_changes(files),
+            "runs": run_totals(files, args.slow_ms),
+        }
         keys = {k.strip() for k in args.no_change_keys.split(",") if k.strip()}
         if keys:
             out["no_change_keys"] = no_change(files, keys)

@@ -156,10 +156,10 @@ def _chunks_in_order(env: Any) -> None:
 
     Crafter keeps each chunk's creatures in a ``set``, which iterates by memory address,
     and despawns ``creatures[random.randint(...)]`` from that order: the same seed and
-    inputs then give another world once a creature is despawned (two runs of seed 0 in
-    one process part after 83 random actions). Here each world reset gives the chunks
-    sets that iterate in the order creatures were added; the choice stays uniform. A
-    Crafter without these internals is left as it is."""
+    inputs then give another world once a creature is despawned (tests/envs/test_gym.py:
+    two runs of seed 0 part within 300 random key presses). Here each world reset gives
+    the chunks sets that iterate in the order creatures were added; the choice stays
+    uniform. A Crafter without these internals is left as it is."""
     world = getattr(env, "_world", None)
     reset = getattr(world, "reset", None)
     if world is None or reset is None or not hasattr(world, "_chunks"):

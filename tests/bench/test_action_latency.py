@@ -118,3 +118,21 @@ def test_changes_after_an_action_had_settled_are_counted(tmp_path: Path) -> None
     log = tmp_path / "run.jsonl"
     log.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     assert _load().late_changes([str(log)]) == {"steps": 3, "changes": 2, "steps_with_one": 1}
+
+
+def test_runs_wall_time_episodes_and_steps_that_would_not_settle(tmp_path: Path) -> None:
+    rows = [
+        {"type": "run"},
+        _step({"settle": 2500.0}, ["key", "key"]),  # 1,250 ms an input: slow
+        _step({"settle": 1800.0}, ["key", "key"]),  # 900 ms an input
+        _step({"settle": 5000.0}, []),  # no input: not counted
+        {"type": "summary", "duration_s": 61.5, "episodes": 3},
+    ]
+    logs = []
+    for name in ("a", "b"):
+        log = tmp_path / f"{name}.jsonl"
+        log.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        logs.append(str(log))
+    totals = _load().run_totals(logs, 1000.0)
+    assert totals == {"wall_s": 123.0, "episodes": 6, "slow_steps": 2}
+    assert _load().run_totals(logs, 800.0)["slow_steps"] == 4
