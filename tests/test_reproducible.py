@@ -29,8 +29,10 @@ def _run(tmp: Path, env: str) -> list[str]:
     return steps
 
 
-@pytest.mark.parametrize("env", ["cardgame", "civgame"])
+@pytest.mark.parametrize("env", ["cardgame", "civgame", "gym:crafter"])
 def test_same_seed_same_run(tmp_path: Path, env: str) -> None:
+    if env.startswith("gym:"):
+        pytest.importorskip("crafter", reason="the games extra is not installed")
     a = _run(tmp_path / "a", env)
     b = _run(tmp_path / "b", env)
     assert len(a) == len(b) > 0
