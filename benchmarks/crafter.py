@@ -63,6 +63,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 METHODS = ("full", "no_graph", "no_similarity", "random", "random_keys")
 LEARNING = ("full", "no_graph", "no_similarity")
 GUI = "python -u -m crafter.run_gui --wait True --fps {fps} --seed {seed}"
+FPS = 30  # the window's frame rate (crafter.run_gui's own default is 5)
 PUBLISHED = {"random": 1.6, "human experts": 50.5}  # Crafter score, % (Hafner 2021, Table)
 
 
@@ -167,7 +168,7 @@ def one_run(
     overrides: list[str],
     rounds: int = 0,
     variant: str | None = None,
-    fps: int = 30,
+    fps: int = FPS,
 ) -> list[dict]:
     """One method on one seed, ``rounds`` + 1 runs resuming one memory; one result per run.
     ``variant`` labels the runs in the report (default: the method); ``fps``: the window's
@@ -187,7 +188,7 @@ def _one_round(
     overrides: list[str],
     rnd: int,
     label: str,
-    fps: int = 30,
+    fps: int = FPS,
 ) -> dict:
     from kgagent.agent.runner import Runner
 
@@ -383,8 +384,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--fps",
         type=int,
-        default=30,
-        help="the window's frame rate (default 30; crafter.run_gui's own default is 5)",
+        default=FPS,
+        help=f"the window's frame rate (default {FPS}; crafter.run_gui's own default is 5)",
     )
     add_arguments(ap, paired_with="the baselines")
     args = ap.parse_args(argv)
