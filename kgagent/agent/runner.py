@@ -211,13 +211,6 @@ class Runner:
                             stopped = "budget"
                             break
                         in_episode += 1
-                        reprobe = cfg.desktop.noise_reprobe_after
-                        if (
-                            env.live
-                            and cfg.desktop.noise_probe_s > 0
-                            and 0 < reprobe <= env.unsettled
-                        ):
-                            self._reprobe_noise(env)
                         truth = _truth(env)  # harness only
                         line = {**rec.to_dict(), "truth": truth}
                         records.append({"type": "step", **line})
@@ -265,11 +258,16 @@ class Runner:
         return summary
 
     def _screen(self, env: Env) -> Screen:
-        return Screen(
+        screen = Screen(
             env,
             change_floor=self.cfg.augment.min_change if env.live else 0.0,
             threshold=self.cfg.perception.change_threshold,
         )
+        if env.live and self.cfg.desktop.noise_probe_s > 0:
+            screen.rewatch_after(
+                self.cfg.desktop.noise_reprobe_after, lambda: self._reprobe_noise(env)
+            )
+        return screen
 
     @staticmethod
     def _episode_end(env: Env, episode: int, steps: int, reason: str) -> dict[str, Any]:

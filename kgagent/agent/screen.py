@@ -9,6 +9,8 @@ where the program reacted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from kgagent.actions import Action
@@ -30,6 +32,7 @@ class Screen:
         "_threshold",
         "timer",
         "late_changes",
+        "_rewatch",
     )
 
     def __init__(self, env: Env, *, change_floor: float = 0.0, threshold: int = 30) -> None:
@@ -47,6 +50,15 @@ class Screen:
         #: where the agent counts the time of acting (``act``, and the parts the
         #: environment reports in ``info["timing"]``); None: not counted
         self.timer: PartTimes | None = None
+        self._rewatch: tuple[int, Callable[[], None]] | None = None
+
+    def rewatch_after(self, n: int, watch: Callable[[], None]) -> None:
+        """Live targets: right after the input that makes ``n`` inputs in a row whose screen
+        did not hold still (``Env.unsettled``), ``watch()`` runs (the runner's noise watch,
+        which sets the count back to 0), timed as the step's ``noise`` part. So a step that
+        tries many inputs waits out the settle timeout at most ``n`` times in a row.
+        ``n`` = 0: never."""
+        self._rewatch = (n, watch) if n > 0 else None
 
     @property
     def size(self) -> tuple[int, int]:
@@ -112,6 +124,15 @@ class Screen:
         self._last = obs
         if before is not None and self._changed(before, obs):
             self._reaction = (before, action)
+        if self._rewatch is not None and not self._done:
+            n, watch = self._rewatch
+            if self._env.unsettled >= n:
+                if self.timer is None:
+                    watch()
+                else:
+                    self.timer.run("noise", watch)
+                # the watch took its time: what changed meanwhile is no input's doing
+                self.catch_up()
         return obs
 
     def _changed(self, before: np.ndarray, after: np.ndarray) -> bool:

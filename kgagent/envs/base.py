@@ -46,8 +46,9 @@ class Env(ABC):
     #: exits), the runner resets the environment and goes on (``run.restart`` overrides).
     restarts: bool = False
     #: Live targets: the inputs in a row whose screen did not hold still before the
-    #: settle timeout (0 after one that did). The runner watches the target's noise
-    #: again when it grows (``desktop.noise_reprobe_after``) and sets it back to 0.
+    #: settle timeout (0 after one that did). When it reaches
+    #: ``desktop.noise_reprobe_after``, the runner watches the target's noise again right
+    #: after that input (:meth:`kgagent.agent.screen.Screen.rewatch_after`) and sets it to 0.
     unsettled: int = 0
 
     @property

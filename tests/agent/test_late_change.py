@@ -128,3 +128,29 @@ def test_the_step_log_counts_changes_after_an_action_had_settled(
         duration_s=1.0,
     )
     assert s.late_changes == 1 and "late changes" in s.format_table()
+
+
+def test_what_changes_during_a_noise_watch_is_no_inputs_doing() -> None:
+    """The noise watch that follows a row of unsettled inputs takes its time; a change the
+    program draws meanwhile is caught up at once (a late change, the reaction ended), not
+    credited to the next input, and the input's own screen is still what it returns."""
+    env = LiveToy()
+    env.reset()
+    screen = Screen(env)
+    screen.observe()
+    watched: list[int] = []
+
+    def watch() -> None:
+        watched.append(env.unsettled)
+        env.unsettled = 0
+        env.selected = not env.selected  # the program draws during the watch
+
+    screen.rewatch_after(2, watch)
+    env.unsettled = 1
+    screen.act(Action("click", x=A[0] + 5, y=A[1] + 5))  # one short of the row
+    assert watched == [] and screen.last_reaction is not None
+    env.unsettled = 2
+    after = screen.act(Action("click", x=A[0] + 5, y=A[1] + 5))  # A closes the panel
+    assert watched == [2]
+    assert screen.late_changes == 1 and screen.last_reaction is None
+    assert not np.array_equal(screen.observe(), after)  # the screen as it is now

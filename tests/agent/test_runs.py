@@ -99,28 +99,31 @@ def _brighter(img: np.ndarray, levels: int) -> np.ndarray:
 
 
 class NightEnv(ToyEnv):
-    """A live program that holds still until its third input, then flashes on its own
+    """A live program that holds still until its ``dark_from``-th input, then flashes on its own
     (a game's night), so that its inputs stop settling as a desktop window's would.
     ``faint``: the flashes move every pixel by 10 grey levels only (below the threshold)."""
 
     live = True
 
-    def __init__(self, faint: bool = False) -> None:
+    def __init__(self, faint: bool = False, dark_from: int = 3) -> None:
         super().__init__()
         self.inputs = self.looks = 0
         self.faint = faint
+        self.dark_from = dark_from
         self.tolerances: list = []
+        self.most_unsettled = 0  # the longest row of unsettled inputs the agent sent
 
     def step(self, action):
         self.inputs += 1
         out = super().step(action)
-        if self.inputs >= 3:
+        if self.inputs >= self.dark_from:
             self.unsettled += 1  # the settle wait timed out
+            self.most_unsettled = max(self.most_unsettled, self.unsettled)
         return out
 
     def observe(self) -> np.ndarray:
         img = super().observe()
-        if self.inputs < 3:
+        if self.inputs < self.dark_from:
             return img
         self.looks += 1
         if self.looks % 2 == 0:
@@ -152,6 +155,22 @@ def test_noise_that_begins_later_is_watched_again(cfg, tmp_path, after, faint) -
     assert ("changes 0.000%" in again[0]) is faint
     assert still(img, 255 - img) is (not faint)  # strong ones when they were measured
     assert runner.idle_change == 0.0  # the start's measure (the floors') is kept
+
+
+def test_noise_is_watched_again_within_a_step(cfg, tmp_path) -> None:
+    """The re-watch follows the input that completes the row, not the step's end: a step
+    that tries many inputs waits out the settle timeout no more than that many times."""
+    cfg.desktop.noise_probe_s = 0.05
+    cfg.desktop.noise_reprobe_after = 2
+    env = NightEnv(faint=True, dark_from=1)
+    runner = _runner(cfg, tmp_path / "m", env, lambda _m: None)
+    s = runner.run(6)
+    _, steps, _ = read_log(s.log_path)
+    inputs = [sum(e["actions"] for e in r["executions"]) for r in steps]
+    assert max(inputs) > 3  # some step sent more inputs than the row (the test's power)
+    assert env.most_unsettled == 2 and runner.reprobes >= 2
+    watched = [r["times_ms"].get("noise", 0.0) for r in steps]
+    assert sum(1 for ms in watched if ms > 0) >= 1  # counted as the step's own part
 
 
 def test_a_floor_above_any_possible_change_is_reported(cfg, tmp_path) -> None:
