@@ -15,8 +15,10 @@ progression (docs/perception.md, "Reading"), so they stay two objects, with the 
 name, and execution finds either by its text when its look is gone
 (:meth:`kgagent.agent.observation.Observer.ground_text`).
 
-The hashes, sizes and label keys of every object are kept in process as arrays, so
-finding "the same object" is one vectorised test, not a query.
+The hashes, sizes and label keys of every object are kept in process as arrays, and the
+hashes in an exact index (:class:`~kgagent.memory.hash_index.HammingIndex`), so finding
+"the same object" is one vectorised test over the few objects that can match, not a
+query.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 
 from kgagent.errors import MemoryStoreError
 from kgagent.memory.core import MemoryCore
+from kgagent.memory.hash_index import HammingIndex
 from kgagent.records import UIObject, control_key, names_control
 
 #: pHashes are 64-bit; the graph stores them as 16 hex digits.
@@ -40,8 +43,8 @@ _NO_MATCH = 1 << 30
 class Objects(MemoryCore):
     """Object nodes and their HAS_OBJECT (state) and USES (skill) links."""
 
-    _hashes: np.ndarray  # uint64 pHash per cached object
-    _sizes: np.ndarray  # (w, h) per cached object
+    _hashes: np.ndarray  # uint64 pHash per cached object (the first len(_object_ids) rows)
+    _sizes: np.ndarray  # (w, h) per cached object (likewise)
     _keys: list[str]  # label key per object ("" when it names no control)
     _object_ids: list[str]  # ids in the order of the arrays
 
@@ -51,6 +54,7 @@ class Objects(MemoryCore):
         self._sizes = np.zeros((0, 2), dtype=np.float64)
         self._keys = []
         self._object_ids = []
+        self._hash_index = HammingIndex(self.config.memory.object_hash_distance)
         for r in self._q("objects_all"):
             self._cache_object(self._object_from_row(r))
 
@@ -66,37 +70,47 @@ class Objects(MemoryCore):
         )
 
     def _cache_object(self, obj: UIObject) -> None:
+        n = len(self._object_ids)
+        if n == len(self._hashes):  # grown by doubling: a long run adds tens of thousands
+            cap = max(64, 2 * n)
+            self._hashes = np.resize(self._hashes, cap)
+            self._sizes = np.resize(self._sizes, (cap, 2))
         self._objects[obj.id] = obj
         self._object_ids.append(obj.id)
         _, _, w, h = obj.bbox
-        self._hashes = np.append(self._hashes, np.uint64(obj.phash))
-        self._sizes = np.vstack([self._sizes, [w, h]])
+        self._hashes[n] = np.uint64(obj.phash)
+        self._sizes[n] = (w, h)
         self._keys.append(control_key(obj.label) if names_control(obj.label) else "")
+        self._hash_index.add(obj.phash)
 
     def _uncache_objects(self, keep: int) -> None:
         """Forget the cached objects after the first ``keep`` (their write failed)."""
+        gone = [int(h) for h in self._hashes[keep : len(self._object_ids)]]
+        self._hash_index.truncate(keep, gone)
         for oid in self._object_ids[keep:]:
             self._objects.pop(oid, None)
         del self._object_ids[keep:], self._keys[keep:]
-        self._hashes = self._hashes[:keep]
-        self._sizes = self._sizes[:keep]
 
     def find_object(self, phash: int, size: tuple[int, int], label: str = "") -> UIObject | None:
         """The stored object with this perceptual hash (within tolerance) and size, whose
-        label does not name another control than ``label`` ("" contradicts nothing)."""
-        if not self._object_ids:
+        label does not name another control than ``label`` ("" contradicts nothing).
+        Among several, the nearest hash, then the first stored. Only the objects that the
+        hash index (:mod:`kgagent.memory.hash_index`) names can match; they are tested."""
+        cand = self._hash_index.candidates(phash)
+        if not len(cand):
             return None
         m = self.config.memory
-        dist = np.bitwise_count(np.bitwise_xor(self._hashes, np.uint64(phash))).astype(int)
+        dist = np.bitwise_count(np.bitwise_xor(self._hashes[cand], np.uint64(phash))).astype(int)
         w, h = max(size[0], 1), max(size[1], 1)
-        rel = np.abs(self._sizes - [w, h]) / np.maximum(self._sizes, [w, h])
+        sizes = self._sizes[cand]
+        rel = np.abs(sizes - [w, h]) / np.maximum(sizes, [w, h])
         ok = (dist <= m.object_hash_distance) & (rel.max(axis=1) <= m.object_size_tolerance)
         key = control_key(label) if names_control(label) else ""
         if key and ok.any():
-            ok &= np.fromiter((k in ("", key) for k in self._keys), bool, len(self._keys))
+            ok &= np.fromiter((self._keys[i] in ("", key) for i in cand), bool, len(cand))
         if not ok.any():
             return None
-        idx = int(np.argmin(np.where(ok, dist, _NO_MATCH)))
+        idx = int(cand[int(np.argmin(np.where(ok, dist, _NO_MATCH)))])
         return self._objects[self._object_ids[idx]]
 
     def upsert_object(
