@@ -83,7 +83,7 @@ class LibraryKeeper:
                     skill.status, skill.failures = "active", 0
                     self.mem.update_skill(skill)
         if lib.prune_every > 0 and step % lib.prune_every == 0:
-            excess = self.mem.stats().library_size - lib.max_library
+            excess = self.mem.library_size() - lib.max_library
             if excess > 0:
                 # Executions above the library mean and the lowest UCB (Eq. 6) first.
                 for cand in self.mem.pruning_candidates(limit=excess):
@@ -146,7 +146,7 @@ class LibraryKeeper:
             or skill.executions < 2
         ):
             return
-        if self.mem.stats().library_size >= self.cfg.library.refine_below:
+        if self.mem.library_size() >= self.cfg.library.refine_below:
             return
         self._refined.add(skill.id)
         text = self.brain.refine_skill(self.history.view(skill), tr)

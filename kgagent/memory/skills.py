@@ -117,6 +117,10 @@ class Skills(MemoryCore):
             if status is None or s.status == status
         ]
 
+    def library_size(self) -> int:
+        """The skills not pruned: ``stats().library_size`` without counting the graph."""
+        return sum(1 for s in self._skills.values() if s.status != "pruned")
+
     def update_skill(self, skill: Skill) -> None:
         """Write every mutable field of ``skill`` (name to low-reward count)."""
         if skill.id not in self._skills:

@@ -164,8 +164,11 @@ def test_pruning_candidates_and_prune_leaves_no_dangling_edges(populated) -> Non
         assert [c.skill_id for c in cands] == [k["k1"], k["k2"]]  # above the mean 7
         ucb = 0.1 + Config().library.prune_c * math.sqrt(math.log(21) / 10)
         assert cands[0].ucb == pytest.approx(ucb)
+        before = m.library_size()
+        assert before == m.stats().library_size == 3
         m.prune_skill(k["k1"])
         assert m.get_skill(k["k1"]).status == "pruned"
+        assert m.library_size() == m.stats().library_size == before - 1
         left = m.cypher(
             "MATCH ()-[e:SKILL_EDGE]->() WHERE e.skill = $k RETURN count(*) AS n", {"k": k["k1"]}
         )
