@@ -2,8 +2,8 @@
 
 Memory finds "the same object" by perceptual hash (within ``memory.object_hash_distance``
 bits) and size. A scan of every object costs O(objects) per segment, and a long run on a
-textured program stores tens of thousands of objects (18,468 after four 300-step rounds
-of Crafter), each screen looking up dozens of segments.
+textured program stores tens of thousands of objects, each screen looking up dozens of
+segments (docs/benchmarks.md, "Where a step's time goes").
 
 The index splits the 64 bits into ``distance + 1`` chunks and keeps, per chunk, the
 objects by that chunk's value. Two hashes within ``distance`` bits differ in at most
