@@ -25,8 +25,9 @@ Methods, on the same screen and the same action space:
 as NAME and paired by seed with the baselines and with METHOD.
 
 With ``--rounds R`` each learning method plays R + 1 runs per seed that resume one
-memory (round 0 from an empty memory); the table is then per round, and each learning
-method's and variant's last round is paired by seed with its round 0.
+memory (round 0 from an empty memory); the table is then per round, each learning
+method's and variant's later rounds are paired by seed with its round 0, and the
+comparisons with a learning baseline (no_graph, no_similarity) are made in every round.
 
 Reported per method: distinct achievements per seed, unlocks per 1,000 steps (an
 achievement counts once per episode, as Crafter's reward does), episodes, world steps
@@ -299,34 +300,36 @@ def report(
         )
     lines.append("")
     baselines = ("random", "random_keys", "no_graph", "no_similarity")
+
+    def rounds_of(m: str) -> set[int]:
+        return {r["round"] for r in results if r["method"] == m}
+
     for v in ("full", *(v.name for v in variants)):
         for other in baselines:
             if v in methods and other in methods:
-                lines.append("- " + paired(results, v, other))
+                # every round both played (a baseline that learns resumes its memory too)
+                for rnd in sorted(rounds_of(v) & rounds_of(other)) or [0]:
+                    lines.append("- " + paired(results, v, other, rnd))
     for v in variants:
         if v.method in methods and v.method not in baselines:
             lines.append("- " + paired(results, v.name, v.method))
     for v in variants:
         lines.append(f"- variant {v.name}: {v.method} with {', '.join(v.overrides)}")
     for m in methods:  # every learning method and variant that resumed its memories
-        rounds = sorted({r["round"] for r in results if r["method"] == m})
-        if len(rounds) < 2:
-            continue
         first = {r["seed"]: _distinct(r) for r in results if r["method"] == m and r["round"] == 0}
-        last = {
-            r["seed"]: _distinct(r)
-            for r in results
-            if r["method"] == m and r["round"] == rounds[-1]
-        }
-        seeds = sorted(set(first) & set(last))
-        d = [last[s] - first[s] for s in seeds]
-        if len(d) > 1:
-            mean, se = statistics.fmean(d), statistics.stdev(d) / len(d) ** 0.5
-            t = mean / se if se > 0 else float("inf") if mean else 0.0  # as in paired()
-            lines.append(
-                f"- {m} round {rounds[-1]} − round 0: {mean:+.2f} ± {se:.2f} SE, "
-                f"t = {t:.2f}, n = {len(d)}"
-            )
+        for rnd in sorted(rounds_of(m) - {0}):  # each later round against round 0
+            later = {
+                r["seed"]: _distinct(r) for r in results if r["method"] == m and r["round"] == rnd
+            }
+            d = [later[s] - first[s] for s in sorted(set(first) & set(later))]
+            if len(d) > 1:
+                mean, se = statistics.fmean(d), statistics.stdev(d) / len(d) ** 0.5
+                t = mean / se if se > 0 else float("inf") if mean else 0.0  # as in paired()
+                lines.append(
+                    f"- {m} round {rnd} − round 0: {mean:+.2f} ± {se:.2f} SE, "
+                    f"t = {t:.2f}, n = {len(d)}; {sum(x > 0 for x in d)} up, "
+                    f"{d.count(0)} even, {sum(x < 0 for x in d)} down"
+                )
     pub = ", ".join(f"{k} {v} %" for k, v in PUBLISHED.items())
     lines.append("")
     lines.append(

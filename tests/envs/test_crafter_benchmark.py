@@ -93,3 +93,29 @@ def test_the_window_frame_rate_reaches_the_launched_command(bench, capsys) -> No
         bench.main(["--window", "--fps", "0"])
     assert e.value.code == 2
     assert capsys.readouterr().err.strip().endswith("error: need --fps >= 1 (got 0)")
+
+
+def test_every_round_is_paired_with_round_0_and_with_a_learning_baseline(bench) -> None:
+    def run(method: str, seed: int, rnd: int, n: int) -> dict:
+        got = [f"a{i}" for i in range(n)]
+        return {"method": method, "seed": seed, "round": rnd, "steps": 100, "episodes": [got]}
+
+    # full: 1, 2, 3 achievements in rounds 0-2 (seed 1), 1, 3, 1 (seed 2); no_graph: 1 always
+    per_seed = {1: (1, 2, 3), 2: (1, 3, 1)}
+    results = [run("full", s, r, n) for s, ns in per_seed.items() for r, n in enumerate(ns)]
+    results += [run("no_graph", s, r, 1) for s in (1, 2) for r in (0, 1, 2)]
+    results += [run("random", s, 0, 0) for s in (1, 2)]
+    for r in results:
+        r["world_steps"] = 100
+    text = bench.report(results, ["full", "no_graph", "random"], NAMES)
+    assert (
+        "- full round 1 − round 0: +1.50 ± 0.50 SE, t = 3.00, n = 2; 2 up, 0 even, 0 down" in text
+    )
+    assert (
+        "- full round 2 − round 0: +1.00 ± 1.00 SE, t = 1.00, n = 2; 1 up, 1 even, 0 down" in text
+    )
+    assert "- full − no_graph (round 0): +0.00" in text
+    assert "- full − no_graph (round 1): +1.50" in text
+    assert "- full − no_graph (round 2): +1.00" in text
+    assert "- full − random (round 0): +1.00" in text
+    assert "full − random (round 1)" not in text
