@@ -38,6 +38,9 @@ from kgagent.records import UIObject, control_key, names_control
 PHASH_MASK = 0xFFFFFFFFFFFFFFFF
 #: A distance larger than any 64-bit Hamming distance: marks rows that do not match.
 _NO_MATCH = 1 << 30
+#: Looks whose answers are remembered (then forgotten all at once): a screen has at most
+#: ``perception.max_objects`` segments, so this holds the looks of many screens.
+_LOOKS_KEPT = 8192
 
 
 class Objects(MemoryCore):
@@ -47,6 +50,8 @@ class Objects(MemoryCore):
     _sizes: np.ndarray  # (w, h) per cached object (likewise)
     _keys: list[str]  # label key per object ("" when it names no control)
     _object_ids: list[str]  # ids in the order of the arrays
+    # (pHash, w, h, label key) -> (objects tested, index of the answer or -1, its distance)
+    _looks: dict[tuple[int, int, int, str], tuple[int, int, int]]
 
     def _load_object_cache(self) -> None:
         self._objects = {}
@@ -54,6 +59,7 @@ class Objects(MemoryCore):
         self._sizes = np.zeros((0, 2), dtype=np.float64)
         self._keys = []
         self._object_ids = []
+        self._looks = {}
         self._hash_index = HammingIndex(self.config.memory.object_hash_distance)
         for r in self._q("objects_all"):
             self._cache_object(self._object_from_row(r))
@@ -87,6 +93,7 @@ class Objects(MemoryCore):
         """Forget the cached objects after the first ``keep`` (their write failed)."""
         gone = [int(h) for h in self._hashes[keep : len(self._object_ids)]]
         self._hash_index.truncate(keep, gone)
+        self._looks.clear()  # an answer may be one of the forgotten objects
         for oid in self._object_ids[keep:]:
             self._objects.pop(oid, None)
         del self._object_ids[keep:], self._keys[keep:]
@@ -95,23 +102,42 @@ class Objects(MemoryCore):
         """The stored object with this perceptual hash (within tolerance) and size, whose
         label does not name another control than ``label`` ("" contradicts nothing).
         Among several, the nearest hash, then the first stored. Only the objects that the
-        hash index (:mod:`kgagent.memory.hash_index`) names can match; they are tested."""
-        cand = self._hash_index.candidates(phash)
+        hash index (:mod:`kgagent.memory.hash_index`) names can match; they are tested
+        (for a look asked before, only those stored since: see the module text)."""
+        phash = int(phash)
+        w, h = max(int(size[0]), 1), max(int(size[1]), 1)
+        key = control_key(label) if names_control(label) else ""
+        look = (phash, w, h, key)
+        n = len(self._object_ids)
+        seen, best, best_dist = self._looks.get(look, (0, -1, _NO_MATCH))
+        if seen < n:
+            cand = self._hash_index.candidates(phash)
+            if seen:
+                cand = cand[cand >= seen]
+            idx, dist = self._nearest(cand, phash, w, h, key)
+            if dist < best_dist:
+                best, best_dist = idx, dist
+            if len(self._looks) >= _LOOKS_KEPT:
+                self._looks.clear()
+            self._looks[look] = (n, best, best_dist)
+        return None if best < 0 else self._objects[self._object_ids[best]]
+
+    def _nearest(self, cand: np.ndarray, phash: int, w: int, h: int, key: str) -> tuple[int, int]:
+        """(index, distance) of the first nearest matching object among ``cand`` (ascending
+        indices); (-1, _NO_MATCH) when none matches."""
         if not len(cand):
-            return None
+            return -1, _NO_MATCH
         m = self.config.memory
         dist = np.bitwise_count(np.bitwise_xor(self._hashes[cand], np.uint64(phash))).astype(int)
-        w, h = max(size[0], 1), max(size[1], 1)
         sizes = self._sizes[cand]
         rel = np.abs(sizes - [w, h]) / np.maximum(sizes, [w, h])
         ok = (dist <= m.object_hash_distance) & (rel.max(axis=1) <= m.object_size_tolerance)
-        key = control_key(label) if names_control(label) else ""
         if key and ok.any():
             ok &= np.fromiter((self._keys[i] in ("", key) for i in cand), bool, len(cand))
         if not ok.any():
-            return None
-        idx = int(cand[int(np.argmin(np.where(ok, dist, _NO_MATCH)))])
-        return self._objects[self._object_ids[idx]]
+            return -1, _NO_MATCH
+        at = int(np.argmin(np.where(ok, dist, _NO_MATCH)))
+        return int(cand[at]), int(dist[at])
 
     def upsert_object(
         self,

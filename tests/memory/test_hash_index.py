@@ -111,3 +111,67 @@ def test_memory_finds_what_a_scan_of_every_object_finds(tmp_path) -> None:
         ):
             hit = m.find_object(q, size, label)
             assert (hit.id if hit is not None else None) == scan(q, size, label)
+
+
+def _scan(objs: list, q: int, size: tuple[int, int], label: str, cfg: Config) -> str | None:
+    """The definition of find_object, as a scan of ``objs`` in storage order."""
+    best = None
+    w, h = max(size[0], 1), max(size[1], 1)
+    key = control_key(label) if names_control(label) else ""
+    for o in objs:
+        d = (o.phash ^ q).bit_count()
+        rel = max(abs(o.bbox[2] - w) / max(o.bbox[2], w), abs(o.bbox[3] - h) / max(o.bbox[3], h))
+        mine = control_key(o.label) if names_control(o.label) else ""
+        if d > cfg.memory.object_hash_distance or rel > cfg.memory.object_size_tolerance:
+            continue
+        if key and mine and mine != key:
+            continue
+        if best is None or d < best[0]:
+            best = (d, o.id)
+    return None if best is None else best[1]
+
+
+def test_a_look_asked_again_after_objects_were_added_gets_the_answer_of_a_full_scan(
+    tmp_path, monkeypatch
+) -> None:
+    """Answers are remembered per look and only newer objects are tested on a repeat: the
+    same queries, asked between batches of stored objects (and after a batch whose write
+    failed), always name what a scan of every object names, including a newer, nearer one."""
+    rng = np.random.default_rng(11)
+    cfg = Config()
+    crop = np.zeros((4, 4, 3), dtype=np.uint8)
+    queries = [
+        (q, (int(rng.choice([10, 12, 20])), 10), str(rng.choice(["", "Open", "Save"])))
+        for q in _hashes(rng, 120)
+    ]
+    stored: list = []
+    with Memory.open(tmp_path / "m", cfg, encoder=ENC) as m:
+        real_q = m._q
+
+        def failing(name, /, **params):
+            if name == "object_create":
+                raise RuntimeError("disk full")
+            return real_q(name, **params)
+
+        for batch in range(6):
+            values = _hashes(rng, 60)
+            if batch == 3:  # a newer object exactly at a query's hash: it must win
+                values[0] = queries[0][0]
+            rows = [
+                (crop, (0, 0, int(rng.choice([10, 12, 20])), 10), v, str(rng.choice(["", "Open"])))
+                for v in values
+            ]
+            if batch == 4:  # a write that fails forgets its objects, and their answers
+                monkeypatch.setattr(m, "_q", failing)
+                with pytest.raises(RuntimeError):
+                    m.upsert_objects(rows)
+                monkeypatch.setattr(m, "_q", real_q)
+                queries += [(v, (b[2], b[3]), lab) for _, b, v, lab in rows]
+            else:
+                for o in m.upsert_objects(rows):
+                    if o.created:
+                        stored.append(o)
+            for q, size, label in queries:
+                hit = m.find_object(q, size, label)
+                assert (hit.id if hit is not None else None) == _scan(stored, q, size, label, cfg)
+        assert m.find_object(queries[0][0], queries[0][1], queries[0][2]) is not None
