@@ -6,9 +6,10 @@ Eq. 1 weight, labelled with its skill; a similarity edge is a dashed blue line
 whose width follows the cosine of its two states. States are drawn as their
 thumbnails.
 
-Large graphs stay usable by two means: a neighbourhood (the states within ``hops``
-edges of a chosen state) and a cap on the states drawn (the most visited first),
-with a note saying what was left out.
+Large graphs stay usable by three means: a neighbourhood (the states within ``hops``
+edges of a chosen state), a cap on the states drawn (the most visited first), and a
+bound on the similarity edges drawn (beyond it, each state's strongest, and every one of
+the chosen state's), with a note saying what was left out.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ from kgagent.view.source import Snapshot, is_blob_id
 DEFAULT_CAP = 300
 #: Edge labels are drawn when at most this many skill edges are shown ("auto").
 LABEL_LIMIT = 80
+#: Similarity edges drawn at most before they are thinned. Where a program's screens all
+#: look alike to the encoder, the states form a near-clique (a Crafter memory after four
+#: rounds: 787 states, 304,507 similarity edges, 43,938 among the 300 states drawn), which
+#: no browser lays out; the card and civ games' memories stay far below it.
+SIMILAR_LIMIT = 2000
+#: Beyond the limit, the similarity edges of each drawn state that are kept (its strongest).
+SIMILAR_PER_STATE = 3
 
 SKILL_LOW, SKILL_HIGH = "#f4a582", "#b2182b"  # Eq. 1 weight 0 -> 1 (ColorBrewer RdBu)
 SIMILAR = "#2166ac"
@@ -42,6 +50,8 @@ class Filters:
     focus: str | None = None
     hops: int = 1
     cap: int = DEFAULT_CAP
+    similar_limit: int = SIMILAR_LIMIT
+    similar_per_state: int = SIMILAR_PER_STATE
 
 
 @dataclass
@@ -107,6 +117,15 @@ def select(snap: Snapshot, f: Filters) -> GraphView:
         states = keep
     skill_edges = [e for e in skill_edges if e["src"] in states and e["dst"] in states]
     similar = [e for e in similar if e["src"] in states and e["dst"] in states]
+    if len(similar) > f.similar_limit:
+        n = len(similar)
+        similar = _strongest_similar(similar, f.similar_per_state, f.focus, f.similar_limit)
+        notes.append(
+            f"showing {len(similar):,} of {n:,} similarity edges (each state's "
+            f"{f.similar_per_state} strongest"
+            + (f", and {short_id(f.focus)}'s strongest" if f.focus in states else "")
+            + ")"
+        )
     elements = [_node(snap, sid, sid == f.focus) for sid in sorted(states)]
     if f.merge_parallel:
         elements += _merged_edges(snap, skill_edges)
@@ -133,6 +152,24 @@ def _distances(start: str, edges: list[dict[str, Any]], hops: int) -> dict[str, 
                 dist[u] = dist[v] + 1
                 todo.append(u)
     return dist
+
+
+def _strongest_similar(
+    edges: list[dict[str, Any]], per_state: int, focus: str | None, limit: int
+) -> list[dict[str, Any]]:
+    """Each state's ``per_state`` strongest similarity edges, and the chosen state's
+    strongest up to ``limit``; in the order given."""
+    by_state: dict[str, list[tuple[float, int]]] = {}
+    for i, e in enumerate(edges):
+        w = float(e["weight"] or 0.0)
+        by_state.setdefault(e["src"], []).append((-w, i))
+        by_state.setdefault(e["dst"], []).append((-w, i))
+    keep: set[int] = set()
+    for sid, ranked in by_state.items():
+        ranked.sort()
+        n = max(limit, per_state) if sid == focus else max(per_state, 0)
+        keep.update(i for _, i in ranked[:n])
+    return [e for i, e in enumerate(edges) if i in keep]
 
 
 def _most_visited(snap: Snapshot, states: set[str], cap: int, focus: str | None) -> set[str]:

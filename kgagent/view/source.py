@@ -5,7 +5,12 @@ so a view that kept one open would show a run that stopped growing. Instead ever
 read opens the memory read-only, reads, and closes it again. The whole graph
 (states, edges, skills, clusters) is read as one :class:`Snapshot` and reused
 until the database files change, and at most once per ``refresh_s``: a page that
-asks twice in a second costs one open, and an idle memory costs none.
+asks twice in a second costs one open, and an idle memory costs none. A large memory
+takes seconds to read (a Crafter memory after four rounds: about 4 s, most of it its
+304,507 similarity edges); beside a run that writes every step, the view would then read
+all the time, on cores the agent needs. So a snapshot is also kept for
+``read_share`` (4) times as long as it took to read: the view reads at most a fifth of
+the time.
 
 Everything here reads: the memory is opened with ``read_only=True`` and every
 query is a named query from ``queries/view.cypher`` (or a public method of
@@ -31,6 +36,8 @@ _WATCHED = ("graph.db", "graph.db.wal", "manifest.json")
 #: A reader can meet a writer mid-checkpoint; these opens are retried.
 _RETRIES = 4
 _RETRY_S = 0.15
+#: A snapshot is kept at least this many times as long as its read took.
+READ_SHARE = 4.0
 
 
 @dataclass
@@ -64,12 +71,21 @@ def is_blob_id(value: str) -> bool:
 class MemorySource:
     """Reads one memory read-only, on demand, beside a writer (see the module docstring)."""
 
-    def __init__(self, path: Path, config: Config | None = None, *, refresh_s: float = 1.0):
+    def __init__(
+        self,
+        path: Path,
+        config: Config | None = None,
+        *,
+        refresh_s: float = 1.0,
+        read_share: float = READ_SHARE,
+    ):
         self.path = Path(path).expanduser().resolve()
         self.config = config or Config()
         self.refresh_s = refresh_s
+        self.read_share = read_share
         self._lock = threading.Lock()
         self._snap: Snapshot | None = None
+        self._read_s = 0.0  # how long the latest snapshot took to read
 
     # ------------------------------------------------------------ reading
     def signature(self) -> tuple:
@@ -106,13 +122,14 @@ class MemorySource:
         snap = self._snap
         now = time.monotonic()
         if snap is not None and not force:
-            if now - snap.taken < self.refresh_s:
+            if now - snap.taken < max(self.refresh_s, self.read_share * self._read_s):
                 return snap
             sig = self.signature()
             if sig == snap.signature:
                 snap.taken = now
                 return snap
         sig = self.signature()
+        t0 = time.monotonic()
         try:
             fresh = self.read(_take)
         except KGAgentError as e:
@@ -121,6 +138,7 @@ class MemorySource:
             snap.error = str(e)
             return snap
         fresh.signature, fresh.taken = sig, time.monotonic()
+        self._read_s = fresh.taken - t0
         self._snap = fresh
         return fresh
 

@@ -6,6 +6,7 @@ import hashlib
 import io
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -88,6 +89,38 @@ def test_select_filters_neighbourhood_cap_and_merging() -> None:
     assert short_id("s-0000012-ab12") == "s12"
 
 
+def test_a_near_clique_of_similarity_edges_is_thinned_to_each_states_strongest() -> None:
+    """Screens that all look alike link every state to every other; beyond the limit the
+    page draws each state's strongest links (all states stay), and the chosen state's."""
+    ids = [f"s-{i:07d}-x" for i in range(1, 41)]
+    states = {s: {"id": s, "visits": 1, "thumbnail": ""} for s in ids}
+    rng = np.random.default_rng(0)
+    similar = [
+        {"src": a, "dst": b, "weight": float(rng.uniform(0.7, 0.98))}
+        for i, a in enumerate(ids)
+        for b in ids[i + 1 :]
+    ]
+    snap = Snapshot((), 0.0, {}, states, [], similar, {}, {}, {}, 0.7)
+    full = select(snap, Filters(similar_limit=len(similar)))
+    assert full.similar_edges == 780 and not full.notes
+    thin = select(snap, Filters(similar_limit=100, similar_per_state=2))
+    assert thin.states == 40 and thin.similar_edges <= 80
+    assert "of 780 similarity edges (each state's 2 strongest)" in thin.notes[0]
+    drawn = {
+        (e["data"]["source"], e["data"]["target"]) for e in thin.elements if "source" in e["data"]
+    }
+    for s in ids:  # every state keeps its two strongest links
+        mine = sorted((e for e in similar if s in (e["src"], e["dst"])), key=lambda e: -e["weight"])
+        assert {(e["src"], e["dst"]) for e in mine[:2]} <= drawn
+    focus = select(snap, Filters(similar_limit=100, similar_per_state=1, focus=ids[5]))
+    assert focus.states == 40  # all within one similarity hop
+    mine = {(e["src"], e["dst"]) for e in similar if ids[5] in (e["src"], e["dst"])}
+    drawn = {
+        (e["data"]["source"], e["data"]["target"]) for e in focus.elements if "source" in e["data"]
+    }
+    assert mine <= drawn and "and s6's strongest" in focus.notes[-1]
+
+
 def test_blob_ids_are_only_hex_sha256() -> None:
     assert is_blob_id("a" * 64)
     for bad in ("A" * 64, "a" * 63, "../" + "a" * 61, "a" * 63 + "/", "", "g" * 64):
@@ -162,7 +195,7 @@ def test_source_reads_read_only_and_follows_writes(played: Path, tmp_path: Path)
     mem = tmp_path / "copy"
     shutil.copytree(played, mem)
     before = (mem / "manifest.json").read_bytes()
-    src = MemorySource(mem, refresh_s=0.0)
+    src = MemorySource(mem, refresh_s=0.0, read_share=0.0)
     snap = src.snapshot()
     with Memory.open(mem, Config(), read_only=True) as m:
         stats = m.stats()
@@ -179,6 +212,30 @@ def test_source_reads_read_only_and_follows_writes(played: Path, tmp_path: Path)
 
         m.add_skill("probe", "added after the view's first read", [Operation("key", key="enter")])
     assert len(src.snapshot().skills) == len(snap.skills) + 1
+
+
+def test_a_snapshot_that_took_long_to_read_is_kept_longer(played: Path, tmp_path: Path) -> None:
+    """Beside a writing run, a memory that takes long to read is reread at most a fifth of
+    the time (read_share 4): a write shows once four read-times have passed, or on force."""
+    import shutil
+
+    mem = tmp_path / "copy"
+    shutil.copytree(played, mem)
+    src = MemorySource(mem, refresh_s=0.0)
+    snap = src.snapshot()
+    src._read_s = 3600.0  # as if the read had taken an hour
+    with Memory.open(mem, Config()) as m:
+        from kgagent.actions import Operation
+
+        m.add_skill("probe", "added after the view's read", [Operation("key", key="enter")])
+    assert src.snapshot() is snap  # kept: four read-times have not passed
+    fresh = src.snapshot(force=True)
+    assert len(fresh.skills) == len(snap.skills) + 1
+    src._read_s = 3600.0
+    src._snap.taken -= 4 * 3600.0 + 1  # ... and now they have
+    with Memory.open(mem, Config()) as m:
+        m.add_skill("probe 2", "added later", [Operation("key", key="tab")])
+    assert len(src.snapshot().skills) == len(snap.skills) + 2
 
 
 def test_create_app_refuses_a_folder_that_is_no_memory(tmp_path: Path) -> None:
