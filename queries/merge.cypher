@@ -13,12 +13,14 @@ SET s.visits = $visits, s.first_seen = $first_seen, s.last_seen = $last_seen,
     s.thumbnail = $thumbnail, s.mcts = $mcts, s.origin = $origin
 RETURN s.id AS id;
 
-// name: merge_object_fold
-// A source object folded into $object: its reference crop (blob id), first registration,
-// label and provenance.
-MATCH (o:Object {id: $object})
-SET o.crop = $crop, o.created_at = $created_at, o.label = $label, o.origin = $origin
-RETURN o.id AS id;
+// name: merge_object_fold_rows
+// Source objects folded into the memory's objects ($rows: [{id, crop, created_at, label,
+// origin}], one row per object): its reference crop (blob id), first registration, label
+// and provenance.
+UNWIND $rows AS r
+MATCH (o:Object {id: r.id})
+SET o.crop = r.crop, o.created_at = r.created_at, o.label = r.label, o.origin = r.origin
+RETURN count(o) AS folded;
 
 // name: merge_skill_fold
 // A source skill folded into $skill: first creation, the skill it refines, provenance

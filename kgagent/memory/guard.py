@@ -28,6 +28,7 @@ read-only transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kgagent.errors import QueryError, ReadOnlyViolation
 from kgagent.memory.cypher_lexer import Token, significant
@@ -140,8 +141,11 @@ class Verdict:
     params: tuple[str, ...] = ()
 
 
+@lru_cache(maxsize=512)
 def classify(text: str) -> Verdict:
-    """Read ``text`` token by token and say what it may do."""
+    """Read ``text`` token by token and say what it may do. The verdict depends on the
+    text alone, so the verdicts of recent texts are kept (a merge or a view runs the same
+    named queries thousands of times)."""
     toks = significant(text)
     writes: str | None = None
     files: str | None = None

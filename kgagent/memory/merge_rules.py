@@ -58,6 +58,9 @@ KINDS = {
 STATUS_RANK = {"pruned": 0, "suspended": 1, "active": 2}
 #: Report progress every this many states.
 PROGRESS_EVERY = 500
+#: Source objects created or merged per statement (a textured program's memory holds
+#: tens of thousands).
+OBJECT_CHUNK = 512
 
 
 class Folder:
@@ -138,20 +141,46 @@ class Folder:
 
     # ------------------------------------------------------------- objects
     def _objects(self, src: Source, omap: dict[str, str], fresh: set[str]) -> None:
-        rows = self.rows["Object"]
+        """Each source object, in creation order, becomes the memory's object of the same
+        look (merged) or a new one; a chunk of them is one statement to create and one to
+        fold, and a new object's crop is the source's file, copied as it is."""
+        todo: list[dict[str, Any]] = []
         for o in sorted(src.rows["objects"], key=lambda r: (r["created_at"], r["id"])):
             hit = self._already("Object", src, o)
             if hit is not None:
                 omap[o["id"]] = hit
                 self.counts["objects_already_merged"] += 1
-                continue
-            crop = src.blobs.get_image(o["crop"])
-            bbox = (int(o["x"]), int(o["y"]), int(o["w"]), int(o["h"]))
-            obj = self.m.upsert_object(crop, bbox, int(o["phash"], 16), name=o["name"])
+            else:
+                todo.append(o)
+        for at in range(0, len(todo), OBJECT_CHUNK):
+            self._object_chunk(src, todo[at : at + OBJECT_CHUNK], omap, fresh)
+
+    def _object_chunk(
+        self, src: Source, chunk: list[dict[str, Any]], omap: dict[str, str], fresh: set[str]
+    ) -> None:
+        rows = self.rows["Object"]
+        objs = self.m.upsert_objects(
+            [
+                (
+                    None,
+                    (int(o["x"]), int(o["y"]), int(o["w"]), int(o["h"])),
+                    int(o["phash"], 16),
+                    o["label"] or "",  # text keeps look-alike controls apart (objects.py)
+                )
+                for o in chunk
+            ],
+            names=[o["name"] for o in chunk],
+            blob_of=lambda i: self._blob(src, chunk[i]["crop"]),
+        )
+        folded: dict[str, dict[str, Any]] = {}
+        for o, obj in zip(chunk, objs, strict=True):
             origin = self._origin_of(src, o)
-            if obj.created:
-                blob = self._blob(src, o["crop"])  # the source's bytes, not a re-encoding
-                row = {"crop": blob, "created_at": o["created_at"], "label": o["label"] or ""}
+            if obj.created and obj.id not in folded:
+                row = {
+                    "crop": obj.crop_blob,
+                    "created_at": o["created_at"],
+                    "label": o["label"] or "",
+                }
                 self.counts["objects_created"] += 1
             else:
                 old = rows[obj.id]
@@ -163,11 +192,16 @@ class Folder:
                 origin = parse_origin(old.get("origin")) + origin
                 self.counts["objects_merged"] += 1
             row["origin"] = join_origin(origin)
-            self.m.run_named("merge_object_fold", {"object": obj.id, **row}, write=True)
             rows[obj.id] = {**rows.get(obj.id, {}), "id": obj.id, **row}
+            folded[obj.id] = row
             self._remember("Object", obj.id, self._origin_of(src, o))
             omap[o["id"]] = obj.id
             fresh.add(o["id"])
+        self.m.run_named(
+            "merge_object_fold_rows",
+            {"rows": [{"id": oid, **row} for oid, row in folded.items()]},
+            write=True,
+        )
 
     # -------------------------------------------------------------- skills
     def _skills(self, src: Source, maps: dict[str, dict[str, str]], fresh: set[str]) -> None:

@@ -24,7 +24,7 @@ query.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -153,12 +153,17 @@ class Objects(MemoryCore):
 
     def upsert_objects(
         self,
-        segments: Sequence[tuple[np.ndarray, tuple[int, int, int, int], int, str]],
+        segments: Sequence[tuple[np.ndarray | None, tuple[int, int, int, int], int, str]],
         names: Sequence[str | None] | None = None,
+        *,
+        blob_of: Callable[[int], str] | None = None,
     ) -> list[UIObject]:
         """:meth:`upsert_object` for each ``(crop, bbox, phash, label)`` of a screen, in order;
         the new objects are written in one statement. A segment that looks like one earlier
-        in the list is that object. If the write fails, no object of the list is kept."""
+        in the list is that object. If the write fails, no object of the list is kept.
+        ``blob_of(i)``: the blob id of segment ``i``'s crop, stored already (a merge copies
+        its source's bytes), asked only for the segments that become new objects; without
+        it the crop is stored."""
         out: list[UIObject] = []
         rows: list[dict[str, Any]] = []
         cached = len(self._object_ids)
@@ -174,7 +179,7 @@ class Objects(MemoryCore):
                 )
                 continue
             oid = self._next_id("o")
-            blob = self.blobs.put_image(crop)
+            blob = blob_of(i) if blob_of is not None else self.blobs.put_image(crop)
             name = (names[i] if names else None) or (
                 f'"{label}"' if label else f"object_{len(self._object_ids) + 1}"
             )

@@ -236,6 +236,34 @@ def test_equal_skills_of_one_source_fold_into_one(tmp_path: Path) -> None:
         assert find(rows, mid, k3.id)["parent_id"] == one["id"]
 
 
+@pytest.mark.parametrize("chunk", [1, 512])
+def test_labels_keep_look_alike_controls_apart_through_a_merge(
+    tmp_path: Path, monkeypatch, chunk: int
+) -> None:
+    """Two buttons of one style ("Open", "Save") are two objects in their memory and stay two
+    in the merge; an unlabelled crop of the same look from another memory joins one of
+    them. The same whether the objects go in chunks of one or all together."""
+    from kgagent.memory import merge_rules
+
+    monkeypatch.setattr(merge_rules, "OBJECT_CHUNK", chunk)
+    a, b = tmp_path / "a", tmp_path / "b"
+    with Memory.open(a, Config(), encoder=ENC) as m:
+        o_open = m.upsert_object(crop(1), (10, 10, 40, 12), PH_X, label="Open")
+        o_save = m.upsert_object(crop(2), (60, 10, 40, 12), PH_X ^ 0b1, label="Save")
+        assert o_open.id != o_save.id
+        ka = m.manifest["memory_id"]
+    with Memory.open(b, Config(), encoder=ENC) as m:
+        o_plain = m.upsert_object(crop(3), (10, 10, 40, 12), PH_X ^ 0b100)
+        kb = m.manifest["memory_id"]
+    merge_memories([a, b], tmp_path / "d")
+    with Memory.open(tmp_path / "d", Config(), read_only=True) as m:
+        rows = m.run_named("archive_export_object")
+        assert sorted(r["label"] for r in rows) == ["Open", "Save"]
+        assert find(rows, ka, o_open.id)["label"] == "Open"
+        assert find(rows, ka, o_save.id)["label"] == "Save"
+        assert find(rows, kb, o_plain.id)["label"] in ("Open", "Save")
+
+
 def key_ops() -> list[Operation]:
     return [Operation("key", key="enter")]
 
