@@ -27,7 +27,7 @@ LABEL_LIMIT = 80
 #: Similarity edges drawn at most before they are thinned. Where a program's screens all
 #: look alike to the encoder, the states form a near-clique (a Crafter memory after four
 #: rounds: 787 states, 304,507 similarity edges, 43,938 among the 300 states drawn), which
-#: no browser lays out; the card and civ games' memories stay far below it.
+#: no browser lays out; three card-game rounds hold 239 (docs/view.md).
 SIMILAR_LIMIT = 2000
 #: Beyond the limit, the similarity edges of each drawn state that are kept (its strongest).
 SIMILAR_PER_STATE = 3
