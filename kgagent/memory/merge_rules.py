@@ -175,7 +175,7 @@ class Folder:
         folded: dict[str, dict[str, Any]] = {}
         for o, obj in zip(chunk, objs, strict=True):
             origin = self._origin_of(src, o)
-            if obj.created and obj.id not in folded:
+            if obj.created:
                 row = {
                     "crop": obj.crop_blob,
                     "created_at": o["created_at"],
