@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from kgagent.errors import KGAgentError
+from kgagent.memory.core import without_random_part
 
-#: ids are ``prefix-<sequence>-<random>``: two runs differ in the random part
-_RANDOM_PART = re.compile(r"\b([skoc]-\d{7})-[0-9a-f]{10}\b")
 #: properties that record when, not what: always dropped, and with --ignore-times
 _APPLIED = {"applied_at"}
 _TIMES = {"created_at", "first_seen", "last_seen", "updated"}
@@ -34,7 +32,7 @@ _TIMES = {"created_at", "first_seen", "last_seen", "updated"}
 
 def _row(values: dict[str, Any], drop: set[str]) -> str:
     kept = {k: v for k, v in values.items() if not k.startswith("_") and k not in drop}
-    return _RANDOM_PART.sub(r"\1", json.dumps(kept, sort_keys=True, default=str))
+    return without_random_part(json.dumps(kept, sort_keys=True, default=str))
 
 
 def contents(path: str, drop: set[str]) -> tuple[dict[str, list[str]], list[str]]:

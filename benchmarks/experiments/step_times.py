@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 
 import numpy as np
 
 from kgagent.bench.stats import paired_t
 from kgagent.errors import ConfigError
+from kgagent.memory.core import without_random_part
 from kgagent.runlog import read_log, step_logs
 
-#: ids are ``prefix-<sequence>-<random>``: two runs of one seed differ in the random part
-_RANDOM_PART = re.compile(r"\b([skoc]-\d{7})-[0-9a-f]{10}\b")
 _TIMES = ("times_ms", "duration_s")
 
 
@@ -58,8 +56,8 @@ def summary(steps: list[dict], part: str) -> dict:
 
 
 def _decisions(step: dict) -> str:
-    return _RANDOM_PART.sub(
-        r"\1", json.dumps({k: v for k, v in step.items() if k not in _TIMES}, sort_keys=True)
+    return without_random_part(
+        json.dumps({k: v for k, v in step.items() if k not in _TIMES}, sort_keys=True)
     )
 
 

@@ -9,6 +9,7 @@ share, so the parts read as one object without passing it around.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,6 +50,16 @@ def new_id(prefix: str, seq: int) -> str:
     creation order, so every tie broken "by id" is reproducible under a seed.
     """
     return f"{prefix}-{seq:07d}-{uuid.uuid4().hex[:10]}"
+
+
+#: The random part of ids made by :func:`new_id`, after their prefix and sequence.
+_RANDOM_PART = re.compile(r"\b([skoc]-\d{7})-[0-9a-f]{10}\b")
+
+
+def without_random_part(text: str) -> str:
+    """``text`` with every id's random part dropped (``s-0000012-ab12…`` -> ``s-0000012``):
+    what two runs of one seed, or two versions of one command, are compared by."""
+    return _RANDOM_PART.sub(r"\1", text)
 
 
 class MemoryCore:
