@@ -60,6 +60,21 @@ def test_dedup_keeps_one_per_centre_and_keeps_identical_elements_apart():
             assert (a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2 >= 10**2
 
 
+def test_the_texture_filter_holds_on_a_screen_of_more_than_8_megapixels():
+    from kgagent.perception.segmenters import _finalize_boxes
+
+    # Sums over a bright screen this large pass 2**31 towards its bottom-right corner:
+    # the textured candidate's box reaches from where they do not to where they do.
+    img = np.full((2600, 3600, 3), 255, np.uint8)
+    rng = np.random.default_rng(0)
+    img[2000:2500, 2000:3500] = rng.integers(128, 256, (500, 1500, 3), dtype=np.uint8)
+    img[200:300, 200:400] = 90
+    boxes = np.array([(2000, 2000, 1500, 500), (200, 200, 200, 100)])
+    cfg = PerceptionConfig(sam_max_area_ratio=0.2)  # the textured box is 8 % of the screen
+    segs = _finalize_boxes(img, boxes, np.array([0.9, 1.0]), cfg)
+    assert [s.bbox for s in segs] == [(2000, 2000, 1500, 500)]
+
+
 def test_opencv_is_fast(ui):
     import time
 
