@@ -12,17 +12,15 @@ such edges drawn straight. Asserts nothing.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from measure_load import READY, _until  # noqa: E402
+from measure_load import READY, _until, viewed  # noqa: E402
 
 from kgagent.view.page_graph import LAYOUTS  # noqa: E402
-from view.conftest import make_browser, serve  # noqa: E402
 from view.test_browser import CY  # noqa: E402
 
 MEASURE = """
@@ -58,9 +56,7 @@ return [ms, overlaps, boxes.length, lengths.length ? lengths[lengths.length >> 1
 def main() -> None:
     memory = Path(sys.argv[1])
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
-    site = serve(memory, refresh_s=1.0)
-    driver, profile = make_browser()
-    try:
+    with viewed(memory) as (site, driver):
         driver.get(site.url + "/")
         _until(driver, READY["/"])
         time.sleep(1.0)  # the page's own layout has finished
@@ -75,10 +71,6 @@ def main() -> None:
                     f"{quality:8s} layout {ms:7.0f} ms   overlapping pairs {ov:4d} of {pairs:,}"
                     f"   median edge {med:4.0f} px   crossings {cross:5d} among {seg} edges"
                 )
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
-        site.stop()
 
 
 if __name__ == "__main__":

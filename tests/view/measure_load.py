@@ -14,7 +14,10 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -42,12 +45,23 @@ def _until(driver, js: str, timeout: float = 60.0) -> None:
     raise SystemExit(f"timed out: {js[:60]}")
 
 
-def main() -> None:
-    memory = Path(sys.argv[1])
-    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+@contextmanager
+def viewed(memory: Path) -> Iterator[tuple[Any, Any]]:
+    """The view of ``memory`` served in this process and a headless Chromium: (site, driver)."""
     site = serve(memory, refresh_s=1.0)
     driver, profile = make_browser()
     try:
+        yield site, driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+        site.stop()
+
+
+def main() -> None:
+    memory = Path(sys.argv[1])
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    with viewed(memory) as (site, driver):
         for path, js in READY.items():
             times = []
             for _ in range(repeats + 1):
@@ -58,10 +72,6 @@ def main() -> None:
             print(
                 f"{path:10s} first {times[0]:.2f} s   median of {repeats} reloads {statistics.median(times[1:]):.2f} s"
             )
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
-        site.stop()
 
 
 if __name__ == "__main__":
