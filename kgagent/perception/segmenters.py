@@ -132,6 +132,7 @@ def _finalize_boxes(
         return []
     # Vectorised filters: a textured screen yields thousands of contours.
     b = np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
+    sc = np.asarray(scores, dtype=np.float64)
     x0 = np.clip(b[:, 0], 0, wid)
     y0 = np.clip(b[:, 1], 0, hgt)
     x1 = np.clip(b[:, 0] + b[:, 2], 0, wid)
@@ -168,7 +169,7 @@ def _finalize_boxes(
         ok[plain[first]] = True
     kept = np.nonzero(ok)[0]  # in the order given
     # Best score first, then the larger area; ties in the order given (a stable sort).
-    kept = kept[np.lexsort((-area[kept], -np.asarray(scores, dtype=np.float64)[kept]))]
+    kept = kept[np.lexsort((-area[kept], -sc[kept]))]
 
     # 1. Centre de-duplication, greedy in score order. Centres live in a grid of
     #    cells one dedup distance wide: a candidate meets only the 3×3 cells around it.
@@ -189,7 +190,7 @@ def _finalize_boxes(
     sp = np.array(spread, dtype=np.int64)
     size_key = (w[sp] // 4) * (1 << 32) + (h[sp] // 4)
     _, which, count = np.unique(size_key, return_inverse=True, return_counts=True)
-    rank = np.asarray(scores, dtype=np.float64)[sp] / np.sqrt(count[which.reshape(-1)])
+    rank = sc[sp] / np.sqrt(count[which.reshape(-1)])
     order = np.lexsort((np.arange(len(sp)), -rank))
 
     # 3. Overlap + pHash de-duplication while filling the bound.
