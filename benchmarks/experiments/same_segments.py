@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from kgagent.actions import Action
+from kgagent.bench.stats import paired_t
 from kgagent.config import Config
 from kgagent.envs.registry import make_env
 from kgagent.perception import segmenters as this
@@ -55,20 +56,20 @@ def _frames(cfg: Config, n: int) -> dict[str, list[np.ndarray]]:
                 _, (x, y, w, h) = controls[int(rng.integers(len(controls)))]
                 env.step(Action("click", x=x + w // 2, y=y + h // 2))
         out[name] = frames
-    try:
-        from kgagent.envs.gym import GymEnv
+    if importlib.util.find_spec("crafter") is None:
+        print("crafter: not installed, skipped")
+        return out
+    from kgagent.envs.gym import GymEnv
 
-        frames = []
-        for seed in (3, 4):
-            env = GymEnv("crafter", seed=seed)
-            env.reset()
-            rng = np.random.default_rng(seed)
-            for _ in range(n // 2):
-                f, *_ = env.step_index(int(rng.integers(1, 17)))
-                frames.append(np.asarray(f).copy())
-        out["crafter"] = frames
-    except Exception as e:  # Crafter not installed
-        print(f"crafter: skipped ({e})")
+    frames = []
+    for seed in (3, 4):
+        env = GymEnv("crafter", seed=seed)
+        env.reset()
+        rng = np.random.default_rng(seed)
+        for _ in range(n // 2):
+            f, *_ = env.step_index(int(rng.integers(1, 17)))
+            frames.append(np.asarray(f).copy())
+    out["crafter"] = frames
     return out
 
 
@@ -107,8 +108,9 @@ def main() -> None:
     mine, theirs = this.OpenCVSegmenter(pc), other.OpenCVSegmenter(pc)
     frames = _frames(cfg, args.frames)
     for name, fs in frames.items():
-        same = sum(_digest(mine.segment(f)) == _digest(theirs.segment(f)) for f in fs)
-        segs = sum(len(mine.segment(f)) for f in fs)
+        found = [(_digest(mine.segment(f)), _digest(theirs.segment(f))) for f in fs]
+        same = sum(a == b for a, b in found)
+        segs = sum(len(a) for a, _ in found)
         masked = fs[::6]
         same_m = sum(
             _masked(this, f, k, pc) == _masked(other, f, k, pc) for k, f in enumerate(masked)
@@ -128,11 +130,10 @@ def main() -> None:
                     t0 = time.perf_counter()
                     seg.segment(f)
                     out.append(time.perf_counter() - t0)
-        d = (np.array(t_mine) - np.array(t_theirs)) * 1e3
+        diff = paired_t([1e3 * t for t in t_mine], [1e3 * t for t in t_theirs])
         print(
             f"  per frame: this {1e3 * statistics.median(t_mine):.1f} ms p50, other "
-            f"{1e3 * statistics.median(t_theirs):.1f} ms; this - other {d.mean():+.2f} ± "
-            f"{d.std(ddof=1) / np.sqrt(len(d)):.2f} ms (n = {len(d)})"
+            f"{1e3 * statistics.median(t_theirs):.1f} ms; this − other, ms: {diff.text(2)}"
         )
 
 
