@@ -86,7 +86,8 @@ class XCapture:
         reply = self.root.get_image(x0, y0, w, h, X.ZPixmap, 0xFFFFFFFF)
         bgrx = np.frombuffer(reply.data, np.uint8).reshape(h, w, 4)
         # OpenCV's conversion, not numpy's strided copy of bgrx[:, :, 2::-1]: the same
-        # pixels, 0.1 ms against 8 ms for 1280×720 (a settle wait captures many times).
+        # pixels, about 0.1 ms against 5-6 ms for 1280×720 (a settle wait captures many
+        # times; benchmarks/experiments/frame_copies.py).
         return cv2.cvtColor(bgrx, cv2.COLOR_BGRA2RGB)
 
     def close(self) -> None:
