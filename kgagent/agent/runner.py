@@ -15,6 +15,7 @@ writes the summary and stops; memory and environment are always closed in ``fina
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import threading
@@ -145,10 +146,12 @@ class Runner:
         base = self.log_dir()
         base.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = base / f"{stamp}-{self.cfg.run.env}-{self.cfg.run.seed}.jsonl"
+        # an environment's name may hold a path separator (gym:ALE/Breakout-v5)
+        env = re.sub(r"[^A-Za-z0-9_.:+=-]+", "_", self.cfg.run.env).strip("_") or "env"
+        path = base / f"{stamp}-{env}-{self.cfg.run.seed}.jsonl"
         n = 1
         while path.exists():
-            path = base / f"{stamp}-{self.cfg.run.env}-{self.cfg.run.seed}-{n}.jsonl"
+            path = base / f"{stamp}-{env}-{self.cfg.run.seed}-{n}.jsonl"
             n += 1
         return path
 

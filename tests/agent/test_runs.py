@@ -190,3 +190,17 @@ def test_a_floor_above_any_possible_change_is_reported(cfg, tmp_path) -> None:
     runner = _runner(cfg, tmp_path / "m2", still, logs.append)
     runner.run(0)
     assert runner.idle_change == 0.0 and not any(m.startswith("noise") for m in logs)
+
+
+def test_an_environment_name_with_a_slash_gets_a_step_log_in_the_log_folder(
+    cfg, tmp_path, monkeypatch
+) -> None:
+    """Gymnasium ids such as ``ALE/Breakout-v5`` hold a path separator."""
+    monkeypatch.setattr("kgagent.agent.runner.time.strftime", lambda fmt: "20260101-000000")
+    cfg.run.env = "gym:ALE/Breakout-v5"
+    runner = _runner(cfg, tmp_path / "mem", ToyEnv())
+    path = runner.log_file()
+    assert path.parent == runner.log_dir() and path.parent.is_dir()
+    assert path.name == "20260101-000000-gym:ALE_Breakout-v5-0.jsonl"
+    path.touch()
+    assert runner.log_file().name == "20260101-000000-gym:ALE_Breakout-v5-0-1.jsonl"
