@@ -11,8 +11,9 @@ agent sees its rendering and acts with keys, headless and fast.
 * Keys become the environment's actions through the environment's own key map:
   ``get_keys_to_action()`` where it has one (the ALE's), the key map of Crafter's
   own window (``crafter/run_gui.py``: w a s d, space, tab, r t f p, 1-6; Esc quits,
-  which here ends the episode), or, for a small ``Discrete`` space with no key map,
-  the digits 0-9. A hotkey is a chord of the map (``w+space``); ``type`` presses
+  which here ends the episode), or, for a small ``Discrete`` space with no key map (or
+  one whose keys have no name), the digits 0-9. Key maps in pygame 1's key codes
+  (SDL 1.2: 273-276 the arrows, as in MountainCar's) get those keys' names. A hotkey is a chord of the map (``w+space``); ``type`` presses
   its characters one after another.
 * Everything else (clicks, keys the map does not name) does nothing: the
   environment does not step and the screen stays as it was, as in Crafter's
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -84,18 +86,30 @@ class GymOptions:
         )
 
 
+#: SDL 1.2's key codes above 255 (``SDLK_UP`` = 273, ...), which key maps written for
+#: pygame 1 still use (Gymnasium's MountainCar: 275/276 for the arrows); pygame 2 gives
+#: these keys other codes and no name for the old ones.
+_SDL1_KEYS: dict[int, str] = {
+    273: "up", 274: "down", 275: "right", 276: "left", 277: "insert", 278: "home",
+    279: "end", 280: "pageup", 281: "pagedown",
+    **{282 + i: f"f{i + 1}" for i in range(15)},
+}  # fmt: skip
+
+
 def _key_name(k: Any) -> str:
-    """A key of an environment's key map as a pyautogui key name."""
+    """A key of an environment's key map as a pyautogui key name ("" when it has none)."""
     if isinstance(k, int):
         if k < 256:
             k = chr(k)
+        elif k in _SDL1_KEYS:
+            return _SDL1_KEYS[k]
         else:
             try:
                 import pygame
 
                 return normalize(pygame.key.name(k))
-            except Exception:  # noqa: BLE001 - no pygame: keep a name that matches nothing
-                return f"keycode{k}"
+            except Exception:  # noqa: BLE001 - no pygame: a key without a name
+                return ""
     names = {" ": "space", "\t": "tab", "\r": "enter", "\n": "enter", "\x1b": "escape"}
     return normalize(names.get(str(k), str(k)))
 
@@ -189,6 +203,7 @@ class _Gymnasium:
                 gymnasium.register_envs(ale_py)
             except ImportError:
                 raise EnvironmentError_(f"gym:{env_id} needs ale-py: {_GAMES_EXTRA}") from None
+        _headless_sdl()
         kw: dict[str, Any] = {"render_mode": "rgb_array"}
         if max_episode_steps:
             kw["max_episode_steps"] = max_episode_steps
@@ -219,9 +234,10 @@ class _Gymnasium:
             for combo, action in get().items():
                 combo = combo if isinstance(combo, (tuple, list)) else (combo,)
                 keys = frozenset(_key_name(k) for k in combo)
-                if keys:
+                if keys and "" not in keys:  # a chord with a key that has no name is left out
                     out[keys] = int(action)
-            return out
+            if out:
+                return out
         if n <= 10:
             return {frozenset([str(i)]): i for i in range(n)}
         raise EnvironmentError_(
@@ -245,6 +261,35 @@ class _Gymnasium:
 
     def close(self) -> None:
         self.env.close()
+
+
+def _headless_sdl() -> None:
+    """Start pygame's display on SDL's offscreen driver when there is no display.
+
+    Environments that draw with pygame (Gymnasium's classic control and toy text) start
+    its display even to render to an array. Without a display SDL tries Wayland first,
+    prints "error: XDG_RUNTIME_DIR is invalid or not set", then falls back to the
+    offscreen driver. Asking for that driver at once gives the same display without the
+    false error line; the variable is removed again, so programs started later (a
+    ``desktop.launch`` on a display of their own) do not inherit it.
+    """
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return
+    if "SDL_VIDEODRIVER" in os.environ:
+        return
+    try:
+        import pygame
+    except ImportError:
+        return
+    if pygame.display.get_init():
+        return
+    os.environ["SDL_VIDEODRIVER"] = "offscreen"
+    try:
+        pygame.display.init()
+    except pygame.error:
+        pass  # the environment reports it when it renders
+    finally:
+        del os.environ["SDL_VIDEODRIVER"]
 
 
 def contiguous(img: np.ndarray) -> np.ndarray:

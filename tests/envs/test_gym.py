@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -159,6 +162,35 @@ def test_ale_uses_its_get_keys_to_action() -> None:
         e.close()
 
 
+def test_a_key_map_in_pygame_1_key_codes_gets_the_arrows() -> None:
+    """Gymnasium's MountainCar maps SDL 1.2's codes 275/276 (right/left), which pygame 2
+    does not name; the keys are the arrows, not one key without a name."""
+    pytest.importorskip("pygame")
+    from kgagent.envs.gym import GymEnv
+
+    e = GymEnv("MountainCar-v0", seed=0)
+    try:
+        assert e.key_map == {"left": "0", "right": "2", "left+right": "1"}
+        assert e.step(Action("key", key="left"))[4]["stepped"] is True
+        assert e.step(Action("key", key="1"))[4]["stepped"] is False
+    finally:
+        e.close()
+
+
+def test_a_key_map_whose_keys_have_no_name_falls_back_to_digits(monkeypatch) -> None:
+    from kgagent.envs import gym
+
+    class Unnamed:
+        def get_keys_to_action(self):
+            return {(70000,): 0, (70001,): 1, (): 0}
+
+    monkeypatch.setattr(gym, "_key_name", lambda k: "")
+    assert gym._Gymnasium._key_map("X-v0", Unnamed(), 2) == {
+        frozenset(["0"]): 0,
+        frozenset(["1"]): 1,
+    }
+
+
 def test_an_env_without_a_key_map_gets_digits() -> None:
     from kgagent.envs.gym import GymEnv
 
@@ -183,3 +215,27 @@ def test_registry_builds_gym_envs_and_names_unknown_ones() -> None:
     assert is_env_name("gym:crafter") and not is_env_name("gym:") and not is_env_name("nosuch")
     with pytest.raises(EnvironmentError_, match="unknown Gymnasium environment"):
         make_env("gym:NoSuchGame-v9", cfg)
+
+
+def test_a_pygame_drawn_env_without_a_display_prints_no_false_error() -> None:
+    """SDL without a display tries Wayland first and prints "error: XDG_RUNTIME_DIR ...";
+    the adapter asks for the offscreen driver at once and leaves no variable behind."""
+    pytest.importorskip("pygame")
+    code = (
+        "import os\n"
+        "from kgagent.envs.gym import GymEnv\n"
+        "e = GymEnv('CartPole-v1', seed=0)\n"
+        "assert e.observe().std() > 0\n"
+        "print('SDL_VIDEODRIVER' in os.environ)\n"
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "SDL_VIDEODRIVER")
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+    assert "XDG_RUNTIME_DIR" not in out.stderr and "error" not in out.stderr.lower()
