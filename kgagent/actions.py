@@ -81,6 +81,7 @@ class Operation:
     scroll: int = 0
     key: str | None = None
     text: str | None = None
+    object_name2: str | None = None  # the drag target's name, as object_name
 
     def __post_init__(self) -> None:
         _check_kind(self.kind)
@@ -117,7 +118,7 @@ class Operation:
     def describe(self) -> str:
         target = self.object_name or self.object_id or (str(self.point) if self.point else "")
         if self.kind == "drag":
-            return f"drag {target} -> {self.object_id2 or self.point2}"
+            return f"drag {target} -> {self.object_name2 or self.object_id2 or self.point2}"
         if self.kind in ("key", "hotkey"):
             return f"{self.kind} {self.key}"
         if self.kind == "type":

@@ -53,9 +53,10 @@ from .state_stats import StateStats
 
 @lru_cache(maxsize=1 << 16)
 def op_key(op: Operation) -> str:
-    """A stable identity of an atomic operation (its display name excluded)."""
+    """A stable identity of an atomic operation (its display names excluded)."""
     d = op.to_dict()
     d.pop("object_name", None)
+    d.pop("object_name2", None)
     return json.dumps(d, sort_keys=True)
 
 
@@ -89,7 +90,11 @@ def object_actions(
             if other.id != o.id:
                 rare.append(
                     Operation(
-                        "drag", object_id=o.id, object_name=o.name or None, object_id2=other.id
+                        "drag",
+                        object_id=o.id,
+                        object_name=o.name or None,
+                        object_id2=other.id,
+                        object_name2=other.name or None,
                     )
                 )
     out = list(clicks)

@@ -218,7 +218,9 @@ def to_action(
     if g is not None:
         grounds.append(g)
     if op.kind == "drag":
-        (x2, y2), g2 = _pointer_target(op.object_id2, op.point2, image, objects, cfg, op.object_id2)
+        (x2, y2), g2 = _pointer_target(
+            op.object_id2, op.point2, image, objects, cfg, op.object_name2 or op.object_id2
+        )
         if g2 is not None:
             grounds.append(g2)
         return Action("drag", x=x, y=y, x2=x2, y2=y2), grounds

@@ -276,7 +276,7 @@ def operation_phrase(op: Operation) -> str:
         return f"type {op.text!r}"
     target = op.object_name or op.object_id or (f"at {tuple(op.point)}" if op.point else "")
     if op.kind == "drag":
-        other = op.object_id2 or (f"{tuple(op.point2)}" if op.point2 else "")
+        other = op.object_name2 or op.object_id2 or (f"{tuple(op.point2)}" if op.point2 else "")
         return f"drag {target} to {other}"
     if op.kind == "scroll":
         return f"scroll {'up' if op.scroll > 0 else 'down'} on {target}"

@@ -306,3 +306,19 @@ def test_a_screens_change_floor_keeps_small_changes_from_counting_as_a_reaction(
     assert screen.last_reaction is None
     screen.act(Action(kind="click", x=A[0] + 5, y=A[1] + 5))  # the panel: 50 %
     assert screen.last_reaction is not None
+
+
+def test_augmentation_drags_name_both_objects() -> None:
+    from kgagent.agent.augment import object_actions
+    from kgagent.records import UIObject
+
+    objects = [
+        UIObject(f"o-{i}", f'"L{i}"', (10 * i, 0, 8, 8), 0, "", False, f"L{i}") for i in range(6)
+    ]
+    ops = object_actions(objects, np.random.default_rng(0), rare_prob=1.0)
+    drags = [op for op in ops if op.kind == "drag"]
+    assert drags
+    names = {o.id: o.name for o in objects}
+    for op in drags:
+        assert op.object_name == names[op.object_id]
+        assert op.object_name2 == names[op.object_id2]

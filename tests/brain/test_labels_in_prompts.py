@@ -37,6 +37,22 @@ def test_operations_are_phrased_as_a_person_says_them():
     assert prompts.skill_phrase([OPEN, Operation("key", key="1")]) == 'press 1 after click "Open"'
 
 
+def test_a_drag_names_its_target_as_its_source():
+    """Augmentation's drags carry both objects' names; the name is not the operation's identity."""
+    from kgagent.agent.augment import op_key
+    from kgagent.memory.merge_values import operations_identity
+
+    named = Operation(
+        "drag", object_id="o-4", object_name='"88"', object_id2="o-5", object_name2='"SUM"'
+    )
+    assert prompts.operation_phrase(named) == 'drag "88" to "SUM"'
+    assert named.describe() == 'drag "88" -> "SUM"'
+    assert Operation.from_dict(named.to_dict()) == named
+    bare = Operation("drag", object_id="o-4", object_id2="o-5")
+    assert op_key(named) == op_key(bare)
+    assert operations_identity([named]) == operations_identity([bare])
+
+
 def test_the_labels_line_is_bounded():
     labels = [f"Item {i} with a long descriptive label" for i in range(40)]
     line = prompts.labels_text(labels, 12)  # 12 at most, and about 400 characters
