@@ -14,6 +14,7 @@ in-process mirror of the table (:class:`~kgagent.memory.exact_index.ExactIndex`)
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,15 +63,14 @@ class VectorStore:
         flush_rows: int = MemoryConfig.vector_flush_rows,
         compact_every: int = MemoryConfig.compact_every,
     ) -> None:
-        import lancedb
-        import pyarrow as pa
-
-        self._pa = pa
         self.dim = dim
         self.read_only = read_only
         self.directory = directory
-        with _lance("open the vectors", directory):
-            self._open(lancedb, directory, dim)
+        self._connected = False
+        self._connecting = threading.Lock()
+        self._tab: Any = None
+        if not read_only:
+            self._connect()
         self.index = ExactIndex(dim)
         self._row_of: dict[str, int] = {}
         self._id_of: list[str] = []
@@ -81,6 +81,30 @@ class VectorStore:
         self._pending: list[tuple[str, int, np.ndarray]] = []
         self._journal_open = False
         self.appends = 0  # LanceDB appends (flushes) since open
+
+    def _connect(self) -> None:
+        """Open the LanceDB table. A reader does it when it first reads a vector: importing
+        lancedb takes seconds, and a reader such as ``kgagent query`` may never need it."""
+        with self._connecting:
+            if self._connected:
+                return
+            import lancedb
+            import pyarrow as pa
+
+            self._pa = pa
+            with _lance("open the vectors", self.directory):
+                self._open(lancedb, self.directory, self.dim)
+            self._connected = True
+
+    @property
+    def _table(self) -> Any:
+        if not self._connected:
+            self._connect()
+        return self._tab
+
+    @_table.setter
+    def _table(self, table: Any) -> None:
+        self._tab = table
 
     def _open(self, lancedb: Any, directory: Path, dim: int) -> None:
         pa = self._pa

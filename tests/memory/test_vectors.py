@@ -172,3 +172,25 @@ def test_journal_of_another_dimension_is_refused(tmp_path) -> None:
     vs.put("s-0", 0, _unit(np.random.default_rng(3), 8))
     with pytest.raises(MemoryStoreError, match="8-d vectors but this memory's encoder is 4-d"):
         VectorStore(tmp_path / "vectors", 4).load({})
+
+
+def test_a_reader_opens_lancedb_only_when_it_reads_a_vector(tmp_path) -> None:
+    """Importing lancedb takes seconds; `kgagent query` reads the graph alone."""
+    import subprocess
+    import sys
+
+    from kgagent.memory import EncoderSpec, Memory
+
+    with Memory.open(tmp_path / "m", encoder=EncoderSpec("toy", 4, (0.95, 0.5))) as m:
+        sid = m.merge_or_create_state(np.array([1.0, 0.0, 0.0, 0.0])).id
+    code = (
+        "import sys\n"
+        "from kgagent.memory import Memory\n"
+        f"m = Memory.open({str(tmp_path / 'm')!r}, read_only=True)\n"
+        "rows = m._q('state_revisions')\n"
+        "print(len(rows), 'lancedb' in sys.modules)\n"
+        f"print(m.state_feature({sid!r}).tolist(), 'lancedb' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["1 False", "[1.0, 0.0, 0.0, 0.0] True"]
