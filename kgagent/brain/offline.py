@@ -273,10 +273,11 @@ class OfflineBrain(Brain):
         self.usage.calls += 1
         out: list[ClusterAssignment] = []
         opened: list[tuple[np.ndarray, str, str]] = []  # (centre, name, description)
+        taken = {c.name for c in clusters}
         for skill in skills:
             centre = _mean_unit(skill.source_features)
             if centre is None:  # nothing known about where it is used: its own cluster
-                name, desc = self._new_cluster_text(skill)
+                name, desc = self._new_cluster_text(skill, taken)
                 out.append(ClusterAssignment(skill.id, None, name, desc))
                 continue
             best: tuple[float, str] | None = None
@@ -296,14 +297,19 @@ class OfflineBrain(Brain):
                 if other.size == centre.size and float(other @ centre) >= best_new:
                     best_new, match = float(other @ centre), (name, desc)
             if match is None:
-                match = self._new_cluster_text(skill)
+                match = self._new_cluster_text(skill, taken)
                 opened.append((centre, *match))
             out.append(ClusterAssignment(skill.id, None, *match))
         return out
 
     @staticmethod
-    def _new_cluster_text(skill: SkillView) -> tuple[str, str]:
-        return (
-            f"group {skill.id}: {skill.name}",
-            f"Skills used on the same screens as '{skill.name}'.",
-        )
+    def _new_cluster_text(skill: SkillView, taken: set[str]) -> tuple[str, str]:
+        """A new cluster's name, from the skill that opens it, unlike every name in
+        ``taken`` (which it joins): the name is what groups a call's new clusters."""
+        base = f"group: {skill.name}"
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base} ({n})"
+        taken.add(name)
+        return name, f"Skills used on the same screens as '{skill.name}'."

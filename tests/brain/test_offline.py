@@ -263,20 +263,28 @@ def test_cluster_skills_exact(brain):
     out = brain.cluster_skills(skills, existing)
     assert out == [
         ClusterAssignment("k1", "c1"),
+        ClusterAssignment("k2", None, "group: open", "Skills used on the same screens as 'open'."),
+        ClusterAssignment("k3", None, "group: open", "Skills used on the same screens as 'open'."),
         ClusterAssignment(
-            "k2", None, "group k2: open", "Skills used on the same screens as 'open'."
+            "k4", None, "group: mystery", "Skills used on the same screens as 'mystery'."
         ),
         ClusterAssignment(
-            "k3", None, "group k2: open", "Skills used on the same screens as 'open'."
-        ),
-        ClusterAssignment(
-            "k4", None, "group k4: mystery", "Skills used on the same screens as 'mystery'."
-        ),
-        ClusterAssignment(
-            "k5", None, "group k5: other", "Skills used on the same screens as 'other'."
+            "k5", None, "group: other", "Skills used on the same screens as 'other'."
         ),
     ]
     assert brain.cluster_skills([], existing) == []
+
+
+def test_new_clusters_of_one_name_are_told_apart(brain):
+    """Two far-apart skills of one name open two clusters, and an existing cluster's
+    name is not taken again: the name is what groups the call's new clusters."""
+    existing = [ClusterView("c1", "group: open", "", [], np.stack([E[0]]))]
+    skills = [
+        skill(id="k2", name="open", source=np.stack([E[3]])),
+        skill(id="k3", name="open", source=np.stack([E[2]])),
+    ]
+    names = [a.new_name for a in brain.cluster_skills(skills, existing)]
+    assert names == ["group: open (2)", "group: open (3)"]
 
 
 # ------------------------------------------------------------ general properties
