@@ -105,6 +105,13 @@ class Operation:
                 out[k] = list(v) if isinstance(v, tuple) else v
         return out
 
+    def identity(self) -> dict[str, Any]:
+        """:meth:`to_dict` without the objects' display names: what the operation does."""
+        d = self.to_dict()
+        d.pop("object_name", None)
+        d.pop("object_name2", None)
+        return d
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Operation:
         if not isinstance(d, dict) or "kind" not in d:

@@ -54,10 +54,7 @@ from .state_stats import StateStats
 @lru_cache(maxsize=1 << 16)
 def op_key(op: Operation) -> str:
     """A stable identity of an atomic operation (its display names excluded)."""
-    d = op.to_dict()
-    d.pop("object_name", None)
-    d.pop("object_name2", None)
-    return json.dumps(d, sort_keys=True)
+    return json.dumps(op.identity(), sort_keys=True)
 
 
 def ops_key(ops: Sequence[Operation]) -> str:

@@ -13,8 +13,9 @@ agent sees its rendering and acts with keys, headless and fast.
   own window (``crafter/run_gui.py``: w a s d, space, tab, r t f p, 1-6; Esc quits,
   which here ends the episode), or, for a small ``Discrete`` space with no key map (or
   one whose keys have no name), the digits 0-9. Key maps in pygame 1's key codes
-  (SDL 1.2: 273-276 the arrows, as in MountainCar's) get those keys' names. A hotkey is a chord of the map (``w+space``); ``type`` presses
-  its characters one after another.
+  (SDL 1.2: 273-276 the arrows, as in MountainCar's) get those keys' names. A hotkey
+  is a chord of the map (``w+space``); ``type`` presses its characters one after
+  another.
 * Everything else (clicks, keys the map does not name) does nothing: the
   environment does not step and the screen stays as it was, as in Crafter's
   window with ``--wait True``, whose world waits for a key. Points outside the

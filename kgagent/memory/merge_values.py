@@ -45,11 +45,7 @@ def join_origin(*parts: list[dict[str, str]]) -> str:
 
 def operations_identity(ops: list[Operation]) -> str:
     """What makes two skills the same: their operations, object display names aside."""
-    names = ("object_name", "object_name2")
-    return json.dumps(
-        [{k: v for k, v in op.to_dict().items() if k not in names} for op in ops],
-        sort_keys=True,
-    )
+    return json.dumps([op.identity() for op in ops], sort_keys=True)
 
 
 def _stats_of(text: str) -> dict[str, Any] | None:
