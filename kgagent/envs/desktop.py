@@ -5,7 +5,11 @@ screen alone. The env is bound to one *target*: a window found by title, class o
 PID (:mod:`kgagent.envs.xwindows`), an explicit region, or the whole screen, so
 that the agent can never click outside the program it is learning. Every
 coordinate of an Action is relative to the target, and an action with any point
-outside it is refused before anything is executed. The target's geometry is
+outside it is refused before anything is executed. So is a point where another
+program's window lies over a bound window (X would give the click to that window):
+the target is raised once, and if it stays covered there the action is refused;
+the program's own windows (its dialogs and menus) count as the target. Keys go to
+the target's keyboard focus, which is set before each. The target's geometry is
 re-read before every action because windows move, and a window that disappears
 is reported instead of silently clicking on whatever is now underneath.
 
@@ -504,6 +508,7 @@ class DesktopEnv(Env):
                     f"{action.kind} at ({px}, {py}) is a corner of the screen, where pyautogui's "
                     "fail-safe stops all input; nothing was executed"
                 )
+        self._check_uncovered(action)
         if action.kind not in ("key", "hotkey"):
             return
         keys = _split_keys(action.key or "")
@@ -518,6 +523,50 @@ class DesktopEnv(Env):
                 f"{action.kind} {action.key!r} is refused: {reason} "
                 "(desktop.allow_closing_keys=true allows it); nothing was executed"
             )
+
+    def _check_uncovered(self, action: Action) -> None:
+        """Refuse a pointer action whose point another program's window covers: X would
+        give the click to that window. The target is raised once first (it is the
+        window the user named); a window of the target's own program (its menus, its
+        dialogs) is the target's, and one without a program window (an overlay) is none."""
+        if self._wid is None or not action.points():
+            return
+        ox, oy = self._box[0], self._box[1]
+        x = self._xw()
+        top = x.top_of(self._wid)
+        for px, py in action.points():
+            cover = self._cover(top, ox + px, oy + py)
+            if cover is not None:
+                x.raise_window(top)
+                cover = self._cover(top, ox + px, oy + py)
+            if cover is not None:
+                raise ActionRefused(
+                    f"{action.kind} at ({px}, {py}) would land on {cover.describe()}, which "
+                    "covers the target there; nothing was executed"
+                )
+
+    def _cover(self, top: int, sx: int, sy: int) -> Window | None:
+        """The other program's window that takes the pointer at screen point (sx, sy)."""
+        x = self._xw()
+        hit = x.top_at(sx, sy)
+        if not hit or hit == top:
+            return None
+        win = x.program_window(hit)
+        if win is None or self._same_program(win):
+            return None
+        return win
+
+    def _same_program(self, win: Window) -> bool:
+        assert self._wid is not None
+        x = self._xw()
+        if win.wid == self._wid or x.same_client(win.wid, self._wid):
+            return True
+        if win.pid is None:
+            return False
+        if self._program is not None and self._program.owns(win.pid):
+            return True
+        target = x.program_window(x.top_of(self._wid))
+        return target is not None and target.pid == win.pid
 
     def _pg(self) -> Any:
         if self._input is None:

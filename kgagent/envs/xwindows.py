@@ -168,6 +168,51 @@ class XWindows:
             return None
         return int(pos.x), int(pos.y), int(geo.width), int(geo.height)
 
+    # ------------------------------------------------------------ what covers what
+    def top_of(self, wid: int) -> int:
+        """The top-level window (a child of the root: a manager's frame, or the window
+        itself without one) that holds window ``wid``; 0 when it is gone."""
+        w = self.conn.create_resource_object("window", wid)
+        try:
+            for _depth in range(16):
+                parent = w.query_tree().parent
+                if not parent or int(parent.id) == int(self.root.id):
+                    return int(w.id)
+                w = parent
+        except Exception:  # noqa: BLE001 - BadWindow: it was destroyed
+            return 0
+        return 0
+
+    def top_at(self, x: int, y: int) -> int:
+        """The topmost top-level window that takes the pointer at screen point (x, y)
+        (X's own answer: mapped, and the point inside its shape); 0 for the root."""
+        child = self.root.translate_coords(self.root, int(x), int(y)).child
+        return int(child.id) if child else 0
+
+    def program_window(self, top: int) -> Window | None:
+        """The program window (client) of a top-level window; None when it has none (an
+        overlay or a frame without a client), or when it is gone."""
+        try:
+            client = self._client(self.conn.create_resource_object("window", top))
+            return self._describe(client) if client is not None else None
+        except Exception:  # noqa: BLE001 - the window went away meanwhile
+            return None
+
+    def same_client(self, a: int, b: int) -> bool:
+        """Whether windows ``a`` and ``b`` were made by one X connection (one program):
+        X gives every connection its own range of resource ids."""
+        mask = int(self.conn.display.info.resource_id_mask)
+        return (int(a) & ~mask) == (int(b) & ~mask)
+
+    def raise_window(self, top: int) -> None:
+        """Put a top-level window above its siblings (a window manager may refuse)."""
+        from Xlib import X, error
+
+        catch = error.CatchError(error.BadWindow, error.BadMatch)
+        w = self.conn.create_resource_object("window", top)
+        w.configure(stack_mode=X.Above, onerror=catch)
+        self.conn.sync()
+
     def focus(self, wid: int) -> None:
         """Give the window the keyboard focus (needed without a window manager, where the
         focus otherwise follows the pointer)."""

@@ -3,7 +3,8 @@
 Usage: python desktop_app.py COUNTS.json [TITLE] [animate]. Every event rewrites
 the JSON file, so a test can check exactly what the app received. With
 ``animate`` a "spinner" label changes on its own every 20 ms, as a busy
-program's screen does.
+program's screen does. F2 opens a second window of the app over its first, with a
+button C (as a program's dialog would).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import tkinter as tk
 
 out = sys.argv[1]
 title = sys.argv[2] if len(sys.argv) > 2 else "kgagent-test-app"
-counts: dict = {"A": 0, "B": 0, "keys": {}}
+counts: dict = {"A": 0, "B": 0, "C": 0, "keys": {}}
 
 root = tk.Tk()
 root.title(title)
@@ -40,6 +41,13 @@ def press(name: str) -> None:
 def key(event: tk.Event) -> None:
     counts["keys"][event.keysym] = counts["keys"].get(event.keysym, 0) + 1
     save()
+    if event.keysym == "F2":
+        dialog = tk.Toplevel(root)
+        dialog.title(title + " dialog")
+        dialog.geometry("200x100+110+130")
+        tk.Button(dialog, text="C", command=lambda: press("C")).place(
+            x=10, y=10, width=120, height=60
+        )
 
 
 tk.Button(root, text="A", command=lambda: press("A")).place(x=20, y=20, width=120, height=60)

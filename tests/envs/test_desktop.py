@@ -95,6 +95,55 @@ def test_actions_outside_the_target_are_refused(app) -> None:
     assert _counts(counts) == before
 
 
+def test_a_window_of_another_program_over_the_target_gets_no_click(
+    app, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """X gives a click to the topmost window at its point. The target is raised first;
+    when it cannot be (a window that stays on top), the click is refused."""
+    from kgagent.envs.xwindows import XWindows
+
+    _proc, counts, title = app
+    env = _env(title)
+    cover_counts, cover_title = tmp_path / "cover.json", title + "-cover"
+    cover = subprocess.Popen([sys.executable, str(APP), str(cover_counts), cover_title])
+    x = XWindows(env.display)
+    try:
+        assert _wait(lambda: cover_counts.exists() and _window_up(cover_title, env.display))
+        cover_win = x.find(cover_title)
+        assert cover_win is not None
+        cover_top = x.top_of(cover_win.wid)
+        a = env.target_box[0] + 80, env.target_box[1] + 50  # button A of both
+        assert x.top_at(*a) == cover_top  # mapped later, so on top
+        env.step(Action("click", x=80, y=50))
+        assert _wait(lambda: _counts(counts)["A"] == 1, 3)
+        x.raise_window(cover_top)
+        monkeypatch.setattr(env._xw(), "raise_window", lambda top: None)  # stays on top
+        with pytest.raises(ActionRefused, match="covers the target"):
+            env.step(Action("click", x=80, y=50))
+        time.sleep(0.3)
+        assert _counts(counts)["A"] == 1 and _counts(cover_counts)["A"] == 0
+        env.step(Action("key", key="x"))  # keys go to the target's focus, covered or not
+        assert _wait(lambda: _counts(counts)["keys"].get("x") == 1, 3)
+        assert _counts(cover_counts)["keys"] == {}
+    finally:
+        x.close()
+        cover.kill()
+        cover.wait()
+
+
+def test_a_window_of_the_target_program_over_it_is_the_targets(app) -> None:
+    """A program's own dialog over its main window takes the click (one X client)."""
+    _proc, counts, title = app
+    env = _env(title)
+    env.step(Action("key", key="f2"))
+    assert _wait(lambda: _window_up(title + " dialog", env.display), 5)
+    # the dialog's button C lies at (120, 140)-(240, 200) on the screen; the target at (100, 120)
+    ox, oy = env.target_box[:2]
+    env.step(Action("click", x=110 + 10 + 60 - ox, y=130 + 10 + 30 - oy))
+    assert _wait(lambda: _counts(counts)["C"] == 1, 3)
+    assert _counts(counts)["A"] == 0
+
+
 def test_window_not_found_lists_visible_windows(app) -> None:
     from kgagent.envs.desktop import DesktopEnv
 
