@@ -537,7 +537,9 @@ class DesktopConfig:
         None, "ours", "file for the launched program's output; none: beside the step log"
     )
     allow_closing_keys: bool = param(
-        False, "ours", "send keys that close windows or log out (alt+f4, ctrl+q, ctrl+alt+…)"
+        False,
+        "ours",
+        "send keys that close windows or log out (alt+f4, ctrl+q, ctrl+c, ctrl+alt+…)",
     )
 
 

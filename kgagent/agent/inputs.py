@@ -44,7 +44,10 @@ KEY_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 #: Common modifier combinations: editing (select all, copy, paste, cut, undo, redo),
-#: find, new, open, save, reverse tab, and shifted navigation. None closes a window.
+#: find, new, open, save, reverse tab, and shifted navigation. None closes a window
+#: but copy, ``ctrl+c``, which interrupts a terminal's program and quits some programs:
+#: the desktop refuses it unless ``desktop.allow_closing_keys`` (other programs ignore it
+#: or copy).
 HOTKEYS: tuple[str, ...] = (
     "ctrl+a",
     "ctrl+c",

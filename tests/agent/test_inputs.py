@@ -25,8 +25,10 @@ def test_the_vocabulary_is_a_keyboard_and_closes_nothing() -> None:
     assert len(ops) == len({(op.kind, op.key, op.text) for op in ops})  # no duplicates
     assert Operation("type", text="hello") in ops
     for op in ops:
-        assert closing_reason((op.key or "").split("+")) is None, op
-    assert all(closing_reason(h.split("+")) is None for h in HOTKEYS)
+        if op.kind == "key":
+            assert closing_reason((op.key or "").split("+")) is None, op
+    # copy is the one combination a desktop refuses (it quits xcalc, interrupts a terminal)
+    assert [h for h in HOTKEYS if closing_reason(h.split("+"))] == ["ctrl+c"]
 
 
 def test_levels_pool_inputs_by_group_and_device() -> None:

@@ -261,6 +261,7 @@ def test_keys_that_close_or_log_out_are_refused(xvfb: str, tmp_path: Path) -> No
             Action("hotkey", key="ctrl+shift+q"),
             Action("key", key="winleft"),
             Action("key", key="ctrl+w"),
+            Action("hotkey", key="ctrl+c"),
         ):
             with pytest.raises(ActionRefused, match="allow_closing_keys"):
                 env.step(a)
