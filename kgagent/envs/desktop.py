@@ -110,6 +110,7 @@ class DesktopEnv(Env):
         self._program: Program | None = None
         self._wid: int | None = None
         self._title = ""
+        self._target_pid: int | None = None
         self._region: Box | None = None
         self._last: np.ndarray | None = None
         self._fresh = False  # launched and not acted on yet
@@ -167,7 +168,7 @@ class DesktopEnv(Env):
         return self._x
 
     def _bind(self, win: Window) -> None:
-        self._wid, self._title = win.wid, win.title
+        self._wid, self._title, self._target_pid = win.wid, win.title, win.pid
 
     def _geometry(self) -> Box:
         """The target's current screen box; raises if the window has gone."""
@@ -565,8 +566,7 @@ class DesktopEnv(Env):
             return False
         if self._program is not None and self._program.owns(win.pid):
             return True
-        target = x.program_window(x.top_of(self._wid))
-        return target is not None and target.pid == win.pid
+        return win.pid == self._target_pid
 
     def _pg(self) -> Any:
         if self._input is None:

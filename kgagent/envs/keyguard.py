@@ -3,12 +3,12 @@
 Why: a real desktop is not a sandbox. An exploring agent presses keys at random,
 and a few combinations close the program it is learning (``alt+f4``, ``ctrl+q``,
 ``ctrl+w``, ``ctrl+f4``; ``ctrl+c``, which interrupts the program running in a
-terminal such as xterm and quits X programs such as xcalc), end the session or switch away from it (anything with
-``ctrl+alt``: ``ctrl+alt+backspace`` kills the X server, ``ctrl+alt+f1`` switches
-the console), open the desktop's own menus (the super/Windows key) or suspend the
-machine (``sleep``). They are refused before anything is sent; the window
-manager's close button needs no rule here because it lies on the frame, outside
-the target, where every action is refused anyway.
+terminal such as xterm and quits X programs such as xcalc), end the session or
+switch away from it (anything with ``ctrl+alt``: ``ctrl+alt+backspace`` kills the X
+server, ``ctrl+alt+f1`` switches the console), open the desktop's own menus (the
+super/Windows key) or suspend the machine (``sleep``). They are refused before
+anything is sent; the window manager's close button needs no rule here because it
+lies on the frame, outside the target, where every action is refused anyway.
 """
 
 from __future__ import annotations
