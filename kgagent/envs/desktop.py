@@ -533,35 +533,21 @@ class DesktopEnv(Env):
         if self._wid is None or not action.points():
             return
         ox, oy = self._box[0], self._box[1]
-        x = self._xw()
-        top = x.top_of(self._wid)
+        x, wid = self._xw(), self._wid
         for px, py in action.points():
-            cover = self._cover(top, ox + px, oy + py)
+            cover = x.covering(wid, ox + px, oy + py, self._ours)
             if cover is not None:
-                x.raise_window(top)
-                cover = self._cover(top, ox + px, oy + py)
+                x.raise_window(x.top_of(wid))
+                cover = x.covering(wid, ox + px, oy + py, self._ours)
             if cover is not None:
                 raise ActionRefused(
                     f"{action.kind} at ({px}, {py}) would land on {cover.describe()}, which "
                     "covers the target there; nothing was executed"
                 )
 
-    def _cover(self, top: int, sx: int, sy: int) -> Window | None:
-        """The other program's window that takes the pointer at screen point (sx, sy)."""
-        x = self._xw()
-        hit = x.top_at(sx, sy)
-        if not hit or hit == top:
-            return None
-        win = x.program_window(hit)
-        if win is None or self._same_program(win):
-            return None
-        return win
-
-    def _same_program(self, win: Window) -> bool:
-        assert self._wid is not None
-        x = self._xw()
-        if win.wid == self._wid or x.same_client(win.wid, self._wid):
-            return True
+    def _ours(self, win: Window) -> bool:
+        """A window of the target's program by its PID: the launched program's process
+        group, or the bound window's own PID."""
         if win.pid is None:
             return False
         if self._program is not None and self._program.owns(win.pid):

@@ -189,6 +189,20 @@ class XWindows:
         child = self.root.translate_coords(self.root, int(x), int(y)).child
         return int(child.id) if child else 0
 
+    def covering(self, wid: int, x: int, y: int, ours: Callable[[Window], bool]) -> Window | None:
+        """The window of another program that takes the pointer at screen point (x, y)
+        where window ``wid`` lies; None when ``wid`` takes it, or a window of its own
+        program does (one X connection, or one that ``ours`` accepts), or no program
+        window (an overlay)."""
+        top = self.top_of(wid)
+        hit = self.top_at(x, y)
+        if not hit or hit == top:
+            return None
+        win = self.program_window(hit)
+        if win is None or win.wid == wid or self.same_client(win.wid, wid) or ours(win):
+            return None
+        return win
+
     def program_window(self, top: int) -> Window | None:
         """The program window (client) of a top-level window; None when it has none (an
         overlay or a frame without a client), or when it is gone."""
