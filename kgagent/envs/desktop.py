@@ -534,11 +534,12 @@ class DesktopEnv(Env):
             return
         ox, oy = self._box[0], self._box[1]
         x, wid = self._xw(), self._wid
+        top = x.top_of(wid)
         for px, py in action.points():
-            cover = x.covering(wid, ox + px, oy + py, self._ours)
+            cover = x.covering(wid, top, ox + px, oy + py, self._ours)
             if cover is not None:
-                x.raise_window(x.top_of(wid))
-                cover = x.covering(wid, ox + px, oy + py, self._ours)
+                x.raise_window(top)
+                cover = x.covering(wid, top, ox + px, oy + py, self._ours)
             if cover is not None:
                 raise ActionRefused(
                     f"{action.kind} at ({px}, {py}) would land on {cover.describe()}, which "

@@ -129,10 +129,7 @@ class XWindows:
             try:
                 if top.get_attributes().map_state != X.IsViewable:
                     continue
-                client = self._client(top)
-                if client is None:
-                    continue
-                win = self._describe(client)
+                win = self._program_window(top)
             except Exception:  # noqa: BLE001 - the window went away meanwhile
                 continue
             if win is not None:
@@ -189,12 +186,13 @@ class XWindows:
         child = self.root.translate_coords(self.root, int(x), int(y)).child
         return int(child.id) if child else 0
 
-    def covering(self, wid: int, x: int, y: int, ours: Callable[[Window], bool]) -> Window | None:
+    def covering(
+        self, wid: int, top: int, x: int, y: int, ours: Callable[[Window], bool]
+    ) -> Window | None:
         """The window of another program that takes the pointer at screen point (x, y)
-        where window ``wid`` lies; None when ``wid`` takes it, or a window of its own
-        program does (one X connection, or one that ``ours`` accepts), or no program
-        window (an overlay)."""
-        top = self.top_of(wid)
+        where window ``wid`` (top-level ``top``, :meth:`top_of`) lies; None when ``wid``
+        takes it, or a window of its own program does (one X connection, or one that
+        ``ours`` accepts), or no program window (an overlay)."""
         hit = self.top_at(x, y)
         if not hit or hit == top:
             return None
@@ -207,10 +205,13 @@ class XWindows:
         """The program window (client) of a top-level window; None when it has none (an
         overlay or a frame without a client), or when it is gone."""
         try:
-            client = self._client(self.conn.create_resource_object("window", top))
-            return self._describe(client) if client is not None else None
+            return self._program_window(self.conn.create_resource_object("window", top))
         except Exception:  # noqa: BLE001 - the window went away meanwhile
             return None
+
+    def _program_window(self, top: Any) -> Window | None:
+        client = self._client(top)
+        return self._describe(client) if client is not None else None
 
     def same_client(self, a: int, b: int) -> bool:
         """Whether windows ``a`` and ``b`` were made by one X connection (one program):

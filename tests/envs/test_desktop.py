@@ -39,12 +39,18 @@ def _window_up(title: str, display: str) -> bool:
         x.close()
 
 
+def _start_app(counts: Path, title: str, display: str) -> subprocess.Popen:
+    """The test app, once its window is up and its counts file written."""
+    proc = subprocess.Popen([sys.executable, str(APP), str(counts), title])
+    assert _wait(lambda: counts.exists() and _window_up(title, display)), "test app did not start"
+    return proc
+
+
 @pytest.fixture
 def app(xvfb: str, tmp_path: Path):
     counts = tmp_path / "counts.json"
     title = f"kgapp-{tmp_path.name}"
-    proc = subprocess.Popen([sys.executable, str(APP), str(counts), title])
-    assert _wait(lambda: counts.exists() and _window_up(title, xvfb)), "test app did not start"
+    proc = _start_app(counts, title, xvfb)
     yield proc, counts, title
     proc.kill()
     proc.wait()
@@ -105,10 +111,9 @@ def test_a_window_of_another_program_over_the_target_gets_no_click(
     _proc, counts, title = app
     env = _env(title)
     cover_counts, cover_title = tmp_path / "cover.json", title + "-cover"
-    cover = subprocess.Popen([sys.executable, str(APP), str(cover_counts), cover_title])
+    cover = _start_app(cover_counts, cover_title, env.display)
     x = XWindows(env.display)
     try:
-        assert _wait(lambda: cover_counts.exists() and _window_up(cover_title, env.display))
         cover_win = x.find(cover_title)
         assert cover_win is not None
         cover_top = x.top_of(cover_win.wid)
