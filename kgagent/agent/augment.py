@@ -229,15 +229,15 @@ def rank_candidates(
     ``first`` (actions where the program just reacted, a prefix's known continuations)
     before ``rest``, and what this state (after this prefix) has not tried before what it
     has — ``first`` counting more, unless ``first_even_if_tried`` is off — then a draw of
-    each input's own chance (:meth:`InputStats.sample`). Inputs that end the program are
-    left out.
+    each input's own chance (:meth:`InputStats.sample`). Inputs that end the program, and
+    keys the environment refused in this run, are left out.
     """
     seen: set[str] = set()
     drawn: list[tuple[tuple[bool, bool], float, Operation]] = []
     for group, ops in ((True, first), (False, rest)):
         for op in ops:
             k = op_key(op)
-            if k in seen or inputs.ends_program(op):
+            if k in seen or inputs.ends_program(op) or inputs.is_refused(op):
                 continue
             seen.add(k)
             order = (not group, k in tried) if first_even_if_tried else (k in tried, not group)
@@ -414,7 +414,10 @@ def augment(
         all_ops.extend(ex.ops)
         actions += ex.actions
         if ex.actions == 0:
-            # Not groundable on this screen (a stale object): free, try the next one.
+            # Not groundable on this screen (a stale object), or refused before it was
+            # sent (a closing key on a desktop): free, try the next one.
+            if inputs is not None and ex.refused:
+                inputs.refuse(op)
             continue
         budget -= 1
         tried_log.append((op.describe(), ex.change))

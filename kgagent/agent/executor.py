@@ -163,6 +163,7 @@ class Execution:
     ok: bool  # every operation grounded and executed
     error: str | None = None
     grounding_failed: bool = False
+    refused: bool = False  # the environment refused an operation before sending it
 
     @property
     def actions(self) -> int:
@@ -246,7 +247,7 @@ def execute(
     results: list[OpResult] = []
     ok = True
     error: str | None = None
-    grounding_failed = False
+    grounding_failed = refused = False
     for op in operations:
         if screen.done:
             ok, error = False, "the program ended during the skill"
@@ -270,7 +271,7 @@ def execute(
             new = screen.act(action)
         except ActionRefused as e:
             res.error = str(e)
-            ok, error = False, str(e)
+            ok, error, refused = False, str(e), True
             break
         res.change = visual_change(current, new, cfg.perception.change_threshold)
         current = new
@@ -283,6 +284,7 @@ def execute(
         ok=ok,
         error=error,
         grounding_failed=grounding_failed,
+        refused=refused,
     )
 
 

@@ -129,6 +129,10 @@ class InputStats:
         self.counts: dict[str, Count] = dict(counts or {})
         self.prior = prior
         self._dirty: set[str] = set()
+        #: Keyboard inputs the environment refused in this run (a closing key on a
+        #: desktop): refused before anything was sent, they would be drawn again every
+        #: step for nothing. Not stored: the next run's configuration may allow them.
+        self.refused: set[str] = set()
 
     def record(self, op: Operation, changed: bool) -> None:
         for key, level in input_levels(op):
@@ -156,6 +160,15 @@ class InputStats:
         c = self.counts.setdefault(key, Count("known"))
         c.tried += 1
         self._dirty.add(key)
+
+    def refuse(self, op: Operation) -> None:
+        """The environment refused ``op`` before sending it. Only a keyboard input is
+        remembered: whether a pointer action is refused depends on where it lands."""
+        if op.kind in ("key", "hotkey", "type"):
+            self.refused.add(input_levels(op)[0][0])
+
+    def is_refused(self, op: Operation) -> bool:
+        return bool(self.refused) and input_levels(op)[0][0] in self.refused
 
     def ends_program(self, op: Operation) -> bool:
         """The program ended after at least half of this input's tries: it quits the program

@@ -11,6 +11,7 @@ from kgagent.agent.inputs import HOTKEYS, KEY_GROUPS, Count, InputStats, input_l
 from kgagent.agent.runner import Runner
 from kgagent.brain.offline import OfflineBrain
 from kgagent.envs.keyguard import closing_reason
+from kgagent.errors import ActionRefused
 from kgagent.memory import Memory
 from kgagent.perception.encoders import PixelEncoder
 from kgagent.runlog import read_log
@@ -68,6 +69,22 @@ def test_an_input_that_quits_the_program_is_not_ranked_again() -> None:
     stats.record_end(move)  # ended it once in ten: it only happened to precede an end
     assert stats.ends_program(esc) and not stats.ends_program(move)
     assert rank_candidates([], [esc, move], {}, stats, rng) == [move]
+
+
+def test_a_key_the_environment_refuses_is_tried_once_a_run(cfg, tmp_path) -> None:
+    """A closing key refused by the desktop is not drawn again every step for nothing."""
+
+    class Guarded(KeysEnv):
+        refusals = 0
+
+        def step(self, action):
+            if action.kind == "hotkey" and action.key == "ctrl+c":
+                Guarded.refusals += 1
+                raise ActionRefused("hotkey 'ctrl+c' is refused")
+            return super().step(action)
+
+    _play(cfg, tmp_path / "m", Guarded(), 60)
+    assert Guarded.refusals == 1
 
 
 def test_ranking_puts_the_answering_device_first_and_keeps_focus_first_within_it() -> None:
