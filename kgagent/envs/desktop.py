@@ -11,7 +11,10 @@ the target is raised once, and if it stays covered there the action is refused;
 the program's own windows (its dialogs and menus) count as the target. Keys go to
 the target's keyboard focus, which is set before each. The target's geometry is
 re-read before every action because windows move, and a window that disappears
-is reported instead of silently clicking on whatever is now underneath.
+is reported instead of silently clicking on whatever is now underneath. When a
+window of the program's own lies over all of the target (an SDL 1.2 game's full
+screen on a display that cannot change its mode), the target is that window for as
+long as it does: it is what the user sees.
 
 With ``launch`` the env starts the program itself (:mod:`kgagent.envs.launch`):
 in its own process group, its output in a log file, on the display given or, with
@@ -112,6 +115,7 @@ class DesktopEnv(Env):
         self._title = ""
         self._target_pid: int | None = None
         self._region: Box | None = None
+        self._face: Box | None = None  # the last window of its own program seen over it
         self._last: np.ndarray | None = None
         self._fresh = False  # launched and not acted on yet
         self._episode_steps = 0
@@ -174,13 +178,17 @@ class DesktopEnv(Env):
         """The target's current screen box; raises if the window has gone."""
         if self._wid is None:
             return self._region or (0, 0, *self._screen_size)
-        box = self._xw().box(self._wid)
+        x = self._xw()
+        box = x.box(self._wid)
         if box is None:
             raise EnvironmentError_(
                 f"the target window {self._title or self.config.window!r} (id {self._wid:#x}) "
                 "was closed or is hidden"
             )
-        return box
+        face = x.face(self._wid, box)
+        if face is not None:
+            self._face = face
+        return face or box
 
     @property
     def size(self) -> tuple[int, int]:
@@ -467,9 +475,17 @@ class DesktopEnv(Env):
         }
 
     def notes(self) -> list[str]:
-        """The quiet wait, when the program's reaction times lengthened it."""
+        """The quiet wait, when the program's reaction times lengthened it; the target's own
+        full-screen window, when one lay over it."""
         note = self._reactions.note()
-        return [f"desktop: {note}"] if note else []
+        out = [f"desktop: {note}"] if note else []
+        if self._face is not None:
+            w, h = self._face[2], self._face[3]
+            out.append(
+                f"desktop: a {w}x{h} window of the target's own program lay over all of it "
+                "(a full screen); while it did, the agent saw and acted on that window"
+            )
+        return out
 
     def _info(self) -> dict[str, Any]:
         return {"alive": True, "target": self._box}

@@ -201,6 +201,22 @@ class XWindows:
             return None
         return win
 
+    def face(self, wid: int, box: Box) -> Box | None:
+        """The box of a window of ``wid``'s own program that lies over all of window
+        ``wid`` (at ``box``), as seen at its centre; None when none does. An SDL 1.2 game
+        switched to full screen on a display that cannot change its mode draws in a new
+        screen-sized window over its own; what the user sees of the program is that one."""
+        x, y, w, h = box
+        hit = self.top_at(x + w // 2, y + h // 2)
+        if not hit or hit == wid or not self.same_client(hit, wid) or hit == self.top_of(wid):
+            return None
+        over = self.box(hit)
+        if over is None:
+            return None
+        ox, oy, ow, oh = over
+        inside = ox <= x and oy <= y and ox + ow >= x + w and oy + oh >= y + h
+        return over if inside and over != box else None
+
     def program_window(self, top: int) -> Window | None:
         """The program window (client) of a top-level window; None when it has none (an
         overlay or a frame without a client), or when it is gone."""

@@ -4,7 +4,9 @@ Usage: python desktop_app.py COUNTS.json [TITLE] [animate]. Every event rewrites
 the JSON file, so a test can check exactly what the app received. With
 ``animate`` a "spinner" label changes on its own every 20 ms, as a busy
 program's screen does. F2 opens a second window of the app over its first, with a
-button C (as a program's dialog would).
+button C (as a program's dialog would). F3 opens a screen-sized window of the app over
+everything, with a button D in its middle that closes it (as an SDL 1.2 game's full
+screen does on a display that cannot change its mode).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import tkinter as tk
 
 out = sys.argv[1]
 title = sys.argv[2] if len(sys.argv) > 2 else "kgagent-test-app"
-counts: dict = {"A": 0, "B": 0, "C": 0, "keys": {}}
+counts: dict = {"A": 0, "B": 0, "C": 0, "D": 0, "keys": {}}
 
 root = tk.Tk()
 root.title(title)
@@ -47,6 +49,19 @@ def key(event: tk.Event) -> None:
         dialog.geometry("200x100+110+130")
         tk.Button(dialog, text="C", command=lambda: press("C")).place(
             x=10, y=10, width=120, height=60
+        )
+    if event.keysym == "F3":
+        full = tk.Toplevel(root, bg="black")
+        full.overrideredirect(True)
+        sw, sh = root.winfo_screenwidth(), root.winfo_screenheight()
+        full.geometry(f"{sw}x{sh}+0+0")
+
+        def close() -> None:
+            press("D")
+            full.destroy()
+
+        tk.Button(full, text="D", command=close).place(
+            x=sw // 2 - 60, y=sh // 2 - 30, width=120, height=60
         )
 
 

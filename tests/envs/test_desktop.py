@@ -149,6 +149,25 @@ def test_a_window_of_the_target_program_over_it_is_the_targets(app) -> None:
     assert _counts(counts)["A"] == 0
 
 
+def test_a_full_screen_window_of_the_target_program_becomes_the_target(app) -> None:
+    """What the user sees of a program under its own screen-sized window is that window:
+    the env captures it and acts on it while it is there, then returns to the target."""
+    _proc, counts, title = app
+    env = _env(title)
+    box = env.target_box
+    env.step(Action("key", key="f3"))
+    sw, sh = env._xw().screen_size
+    assert _wait(lambda: env.observe().shape == (sh, sw, 3), 5)
+    assert env.target_box == (0, 0, sw, sh)
+    env.step(Action("click", x=sw // 2, y=sh // 2))  # button D, outside the bound window
+    assert _wait(lambda: _counts(counts)["D"] == 1, 3)
+    assert _wait(lambda: env.observe().shape == (box[3], box[2], 3), 5)
+    assert env.target_box == box
+    assert any("full screen" in n for n in env.notes())
+    env.step(Action("click", x=80, y=50))
+    assert _wait(lambda: _counts(counts)["A"] == 1, 3)
+
+
 def test_window_not_found_lists_visible_windows(app) -> None:
     from kgagent.envs.desktop import DesktopEnv
 
