@@ -12,7 +12,7 @@ the program's own windows (its dialogs and menus) count as the target. Keys go t
 the target's keyboard focus, which is set before each. The target's geometry is
 re-read before every action because windows move, and a window that disappears
 is reported instead of silently clicking on whatever is now underneath. When a
-window of the program's own lies over all of the target (an SDL 1.2 game's full
+screen-sized window of the program's own lies over the target (an SDL 1.2 game's full
 screen on a display that cannot change its mode), the target is that window for as
 long as it does: it is what the user sees.
 
@@ -482,8 +482,8 @@ class DesktopEnv(Env):
         if self._face is not None:
             w, h = self._face[2], self._face[3]
             out.append(
-                f"desktop: a {w}x{h} window of the target's own program lay over all of it "
-                "(a full screen); while it did, the agent saw and acted on that window"
+                f"desktop: a {w}x{h} window of the target's own program lay over it (a full "
+                "screen); while it did, the agent saw and acted on that window"
             )
         return out
 

@@ -202,20 +202,18 @@ class XWindows:
         return win
 
     def face(self, wid: int, box: Box) -> Box | None:
-        """The box of a window of ``wid``'s own program that lies over all of window
-        ``wid`` (at ``box``), as seen at its centre; None when none does. An SDL 1.2 game
-        switched to full screen on a display that cannot change its mode draws in a new
-        screen-sized window over its own; what the user sees of the program is that one."""
+        """The screen's box when a screen-sized window of ``wid``'s own program lies over
+        window ``wid`` (at ``box``), as seen at its centre; None otherwise. An SDL 1.2
+        game switched to full screen on a display that cannot change its mode draws in
+        a new screen-sized window over its own; what the user sees of the program is
+        that one. A smaller window of the program over it (its main window over one of
+        its palettes) is not its face: the target does not grow to it."""
         x, y, w, h = box
         hit = self.top_at(x + w // 2, y + h // 2)
         if not hit or hit == wid or not self.same_client(hit, wid) or hit == self.top_of(wid):
             return None
-        over = self.box(hit)
-        if over is None:
-            return None
-        ox, oy, ow, oh = over
-        inside = ox <= x and oy <= y and ox + ow >= x + w and oy + oh >= y + h
-        return over if inside and over != box else None
+        screen = (0, 0, *self.screen_size)
+        return screen if self.box(hit) == screen and box != screen else None
 
     def program_window(self, top: int) -> Window | None:
         """The program window (client) of a top-level window; None when it has none (an
