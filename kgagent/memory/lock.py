@@ -91,6 +91,26 @@ def lock_memory(directory: Path) -> HeldLock:
     return held
 
 
+def writer_holder(directory: Path) -> str | None:
+    """When a live process writes the memory at ``directory``: `` (pid N)`` (or "" when
+    the lock file does not say who); None when none does, or when that cannot be told
+    (a memory this user may only read is probed through a read-only descriptor)."""
+    path = directory / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return _holder(path)
+        return None
+    finally:
+        os.close(fd)
+    return None
+
+
 def _holder(path: Path) -> str:
     try:
         pid = int(path.read_text().split()[0])

@@ -7,16 +7,35 @@ from typing import Any
 
 from kgagent.memory.core import MemoryCore
 from kgagent.memory.engine import engine_version
+from kgagent.memory.lock import writer_holder
 from kgagent.records import GraphStats
 
 #: Status of a failed check: ``problem`` needs a person; ``repairable`` goes away on the
 #: next read-write open (or ``kgagent memory check --repair``).
 PROBLEM = "problem"
 REPAIRABLE = "repairable"
+#: A ``repairable`` count while a live process writes the memory: that process's own
+#: writes that its graph has not committed yet (or a reader does not see yet), not a
+#: crash's leftovers. Its read-write open removed those.
+IN_FLIGHT = "in flight"
 
 
 def _row(check: str, count: int, bad: str, detail: str) -> dict[str, Any]:
     return {"check": check, "status": "ok" if count == 0 else bad, "count": count, "detail": detail}
+
+
+def _live_writer(rows: list[dict[str, Any]], holder: str) -> list[dict[str, Any]]:
+    """``rows`` with their repairable counts marked as the live writer's own."""
+    return [
+        {
+            **r,
+            "status": IN_FLIGHT,
+            "detail": f"writes in flight of the process{holder} writing this memory now",
+        }
+        if r["status"] == REPAIRABLE
+        else r
+        for r in rows
+    ]
 
 
 class Report(MemoryCore):
@@ -50,6 +69,9 @@ class Report(MemoryCore):
         )
         for k, v in self.consistency.items():
             out[f"repair_{k}"] = v
+        holder = writer_holder(self.path) if self.read_only else None
+        # who writes it now: the repair_* counts are then that process's writes in flight
+        out["writer"] = None if holder is None else (holder.strip(" ()") or "a live process")
         return out
 
     def check(self) -> list[dict[str, Any]]:
@@ -57,7 +79,9 @@ class Report(MemoryCore):
 
         ``status`` is ``ok``, ``repairable`` or ``problem``. Meant for a memory opened
         read-only, which repairs nothing: a read-write open has already removed what
-        its repairable rows count (they then say what that open found).
+        its repairable rows count (they then say what that open found). While another
+        process writes the memory (a ``kgagent play`` beside this check), what would be
+        repairable is that process's writes in flight: ``in flight``.
         """
         c = self.consistency
         n_states = self.stats().nodes
@@ -113,7 +137,8 @@ class Report(MemoryCore):
                 "blobs whose content does not hash to their name",
             )
         )
-        return rows
+        holder = writer_holder(self.path) if self.read_only else None
+        return rows if holder is None else _live_writer(rows, holder)
 
 
 def _iso(t: float | None) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +59,26 @@ def test_crash_leftovers_are_repairable_and_a_read_only_check_changes_nothing(po
     assert tree_hash(populated.path, skip=("graph.db",)) == before
     Memory.open(populated.path, Config(), encoder=ENC).close()  # a read-write open repairs
     assert bad(check(populated.path)) == {}
+
+
+def test_beside_a_live_writer_repairable_counts_are_its_writes_in_flight(populated) -> None:
+    """`kgagent memory check` beside a running `kgagent play` sees that run's vector rows
+    before its graph commits them: the writer's own, not a crash's leftovers."""
+    from kgagent.memory.lock import lock_memory
+
+    with Memory.open(populated.path, Config(), encoder=ENC) as m:
+        m.vectors.put("s-not-committed-yet", 0, e(7))
+    held = lock_memory(populated.path)  # a writer holds the memory now
+    try:
+        rows = check(populated.path)
+        with Memory.open(populated.path, Config(), read_only=True) as m:
+            writer = m.info()["writer"]
+    finally:
+        held.release()
+    assert bad(rows) == {"orphan_vector_rows": ("in flight", 1)}
+    assert "writing this memory now" in rows["orphan_vector_rows"]["detail"]
+    assert writer == f"pid {os.getpid()}"
+    assert bad(check(populated.path)) == {"orphan_vector_rows": ("repairable", 1)}  # none now
 
 
 def test_graph_and_blob_problems(populated) -> None:
