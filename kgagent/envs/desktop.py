@@ -509,10 +509,12 @@ class DesktopEnv(Env):
 
     # ------------------------------------------------------------ input
     def _check(self, action: Action) -> None:
-        """Refuse, before anything is sent: points outside the target, points on a
-        fail-safe corner of the screen, unknown keys, and keys that close or log out."""
+        """Refuse, before anything is sent: points outside the target, points of the target
+        off the screen, points on a fail-safe corner of the screen, unknown keys, and keys
+        that close or log out."""
         w, h = self.size
         ox, oy = self._box[0], self._box[1]
+        sw, sh = self._screen_size
         pg = self._pg()
         corners = self._input.corners if self._input is not None else []
         for px, py in action.points():
@@ -520,7 +522,14 @@ class DesktopEnv(Env):
                 raise ActionRefused(
                     f"{action.kind} at ({px}, {py}) is outside the {w}x{h} target; nothing was executed"
                 )
-            if (ox + px, oy + py) in corners:
+            sx, sy = ox + px, oy + py
+            if not (0 <= sx < sw and 0 <= sy < sh):
+                raise ActionRefused(
+                    f"{action.kind} at ({px}, {py}) is off the screen (the target reaches past "
+                    "its edge there, and X would move the pointer to the edge, onto whatever lies "
+                    "there); nothing was executed"
+                )
+            if (sx, sy) in corners:
                 raise ActionRefused(
                     f"{action.kind} at ({px}, {py}) is a corner of the screen, where pyautogui's "
                     "fail-safe stops all input; nothing was executed"

@@ -101,6 +101,36 @@ def test_actions_outside_the_target_are_refused(app) -> None:
     assert _counts(counts) == before
 
 
+def test_a_point_of_the_target_off_the_screen_is_refused(app, tmp_path: Path) -> None:
+    """X keeps the pointer on the screen: a click sent past its edge would land at the
+    edge, on whatever lies there (here another program's button)."""
+    from kgagent.envs.xwindows import XWindows
+
+    _proc, counts, title = app
+    other_counts, other_title = tmp_path / "other.json", title + "-other"
+    other = _start_app(other_counts, other_title, _env(title).display)
+    x = XWindows(_env(title).display)
+    try:
+        for name, pos in ((title, (-150, 20)), (other_title, (-30, 0))):
+            top = x.conn.create_resource_object("window", x.top_of(x.find(name).wid))
+            top.configure(x=pos[0], y=pos[1])
+        x.conn.sync()
+        env = _env(title)
+        assert _wait(lambda: env.observe() is not None and env.target_box[0] == -150, 3)
+        # the target's button A spans x 20-140 of the target: screen x -130..-10; the
+        # other app's button A lies at the screen's left edge, in line with it
+        with pytest.raises(ActionRefused, match="off the screen"):
+            env.step(Action("click", x=80, y=30))
+        env.step(Action("click", x=260, y=50))  # button B, on the screen
+        assert _wait(lambda: _counts(counts)["B"] == 1, 3)
+        time.sleep(0.3)
+        assert _counts(other_counts)["A"] == 0 and _counts(counts)["A"] == 0
+    finally:
+        x.close()
+        other.kill()
+        other.wait()
+
+
 def test_a_window_of_another_program_over_the_target_gets_no_click(
     app, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
