@@ -15,6 +15,7 @@ import click
 
 from kgagent.config import ABLATIONS, Config
 from kgagent.envs.registry import ENVS, is_env_name
+from kgagent.errors import ConfigError
 
 from .common import common_options
 from .output import emit_record
@@ -108,6 +109,10 @@ def play_cmd(
     from kgagent.agent.runner import Runner
 
     cfg = config
+    for flag, given in (("--window", window), ("--region", region), ("--launch", launch)):
+        if given is not None and not given.strip():
+            # an unset shell variable ("--launch $PROG"): say so, not "no X display"
+            raise ConfigError(f"{flag} is empty: give it a value, or leave it out")
     if region:
         cfg.set_dotted(f"desktop.region={region}")
     if screen:

@@ -60,6 +60,15 @@ def test_region_option_is_checked_like_the_config_field(tmp_path: Path) -> None:
     assert not mem.exists()
 
 
+@pytest.mark.parametrize("flag", ["--launch", "--window", "--region"])
+def test_an_empty_desktop_option_is_named(tmp_path: Path, flag: str) -> None:
+    """`--launch "$PROG"` with PROG unset: the error names the option, not a display."""
+    mem = tmp_path / "memory"
+    line = one_error_line(run("play", "--memory", str(mem), flag, " "))
+    assert line == f"error: {flag} is empty: give it a value, or leave it out"
+    assert not mem.exists()
+
+
 def test_config_files_that_are_not_utf8_toml_or_small_are_one_line(tmp_path: Path) -> None:
     mem = tmp_path / "memory"
     latin = tmp_path / "latin.toml"
