@@ -19,11 +19,15 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import time
 from pathlib import Path
 
 from kgagent.errors import MemoryStoreError
 
 LOCK_FILE = "writer.lock"
+#: How long a writer waits out a reader's probe of the lock (``writer_holder``), which
+#: holds it shared for the time of one system call: 5 tries 10 ms apart.
+_PROBE_RETRIES, _PROBE_WAIT_S = 5, 0.01
 
 
 class HeldLock:
@@ -72,6 +76,12 @@ def lock_memory(directory: Path) -> HeldLock:
     path = directory / LOCK_FILE
     try:
         held = try_lock(path)
+        # a reader's probe (writer_holder) holds a shared lock for a moment: wait that out
+        for _ in range(_PROBE_RETRIES):
+            if held is not None:
+                break
+            time.sleep(_PROBE_WAIT_S)
+            held = try_lock(path)
     except OSError as e:
         raise MemoryStoreError(
             f"cannot write to the memory at {directory} ({e.strerror or e}); check that the "
@@ -94,7 +104,8 @@ def lock_memory(directory: Path) -> HeldLock:
 def writer_holder(directory: Path) -> str | None:
     """When a live process writes the memory at ``directory``: `` (pid N)`` (or "" when
     the lock file does not say who); None when none does, or when that cannot be told
-    (a memory this user may only read is probed through a read-only descriptor)."""
+    (a memory this user may only read is probed through a read-only descriptor). The
+    probe holds the lock shared for a moment, which :func:`lock_memory` waits out."""
     path = directory / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
