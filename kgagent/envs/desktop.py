@@ -45,8 +45,9 @@ import numpy as np
 from kgagent.actions import Action
 from kgagent.config import DesktopConfig
 from kgagent.envs.base import Env, GroundTruth
-from kgagent.envs.keyguard import closing_reason
+from kgagent.envs.keyguard import key_refusal, split_keys
 from kgagent.envs.launch import PrivateX, Program, default_program_log
+from kgagent.envs.points import point_refusal
 from kgagent.envs.reaction import ReactionWait
 from kgagent.envs.xcapture import XCapture
 from kgagent.envs.xinput import PyAutoGUIInput
@@ -509,46 +510,21 @@ class DesktopEnv(Env):
 
     # ------------------------------------------------------------ input
     def _check(self, action: Action) -> None:
-        """Refuse, before anything is sent: points outside the target, points of the target
-        off the screen, points on a fail-safe corner of the screen, unknown keys, and keys
-        that close or log out."""
-        w, h = self.size
-        ox, oy = self._box[0], self._box[1]
-        sw, sh = self._screen_size
-        pg = self._pg()
+        """Refuse, before anything is sent: points outside the target, off the screen or on
+        a fail-safe corner (:mod:`kgagent.envs.points`), points another program's window
+        covers, unknown keys, and keys that close or log out (:mod:`kgagent.envs.keyguard`)."""
+        pg = self._pg()  # the input connection knows the fail-safe corners
         corners = self._input.corners if self._input is not None else []
-        for px, py in action.points():
-            if not (0 <= px < w and 0 <= py < h):
-                raise ActionRefused(
-                    f"{action.kind} at ({px}, {py}) is outside the {w}x{h} target; nothing was executed"
-                )
-            sx, sy = ox + px, oy + py
-            if not (0 <= sx < sw and 0 <= sy < sh):
-                raise ActionRefused(
-                    f"{action.kind} at ({px}, {py}) is off the screen (the target reaches past "
-                    "its edge there, and X would move the pointer to the edge, onto whatever lies "
-                    "there); nothing was executed"
-                )
-            if (sx, sy) in corners:
-                raise ActionRefused(
-                    f"{action.kind} at ({px}, {py}) is a corner of the screen, where pyautogui's "
-                    "fail-safe stops all input; nothing was executed"
-                )
+        why = point_refusal(action, self._box, self._screen_size, corners)
+        if why is not None:
+            raise ActionRefused(why)
         self._check_uncovered(action)
-        if action.kind not in ("key", "hotkey"):
-            return
-        keys = _split_keys(action.key or "")
-        for k in keys:
-            if k.strip().lower() not in pg.KEYBOARD_KEYS:
-                raise ActionRefused(
-                    f"unknown key {k!r}; use pyautogui key names such as enter, esc, left, ctrl"
-                )
-        reason = closing_reason(keys)
-        if reason and not self.opts.allow_closing_keys:
-            raise ActionRefused(
-                f"{action.kind} {action.key!r} is refused: {reason} "
-                "(desktop.allow_closing_keys=true allows it); nothing was executed"
+        if action.kind in ("key", "hotkey"):
+            why = key_refusal(
+                action.kind, action.key or "", pg.KEYBOARD_KEYS, self.opts.allow_closing_keys
             )
+            if why is not None:
+                raise ActionRefused(why)
 
     def _check_uncovered(self, action: Action) -> None:
         """Refuse a pointer action whose point another program's window covers: X would
@@ -604,7 +580,7 @@ class DesktopEnv(Env):
                 pg.moveTo(ox + a.x, oy + a.y)
                 pg.scroll(a.scroll)
             elif a.kind in ("key", "hotkey"):
-                keys = [k.strip().lower() for k in _split_keys(a.key or "")]
+                keys = [k.strip().lower() for k in split_keys(a.key or "")]
                 if len(keys) == 1:
                     pg.press(keys[0])
                 else:
@@ -615,10 +591,3 @@ class DesktopEnv(Env):
             raise EnvironmentError_(
                 "pyautogui fail-safe triggered (mouse in a screen corner); move the mouse away and retry"
             ) from None
-
-
-def _split_keys(key: str) -> list[str]:
-    """``"ctrl+s"`` -> ``["ctrl", "s"]``; the plus key itself stays ``["+"]``."""
-    if len(key) <= 1:
-        return [key]
-    return [k for k in key.split("+") if k] or [key]

@@ -13,7 +13,7 @@ lies on the frame, outside the target, where every action is refused anyway.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 # pyautogui key names of the same physical modifier
 _ALIASES = {
@@ -58,4 +58,27 @@ def closing_reason(keys: Iterable[str]) -> str | None:
         return "ctrl+q, ctrl+w and ctrl+f4 quit the program or close its window"
     if ks == {"ctrl", "c"}:
         return "ctrl+c interrupts a terminal's program and quits some programs (xcalc)"
+    return None
+
+
+def split_keys(key: str) -> list[str]:
+    """``"ctrl+s"`` -> ``["ctrl", "s"]``; the plus key itself stays ``["+"]``."""
+    if len(key) <= 1:
+        return [key]
+    return [k for k in key.split("+") if k] or [key]
+
+
+def key_refusal(kind: str, key: str, known: Collection[str], allow_closing: bool) -> str | None:
+    """Why a ``key`` or ``hotkey`` action may not be sent: a key not among ``known`` (the
+    input library's names), or keys that close, unless ``allow_closing``; None if it may."""
+    keys = split_keys(key)
+    for k in keys:
+        if k.strip().lower() not in known:
+            return f"unknown key {k!r}; use pyautogui key names such as enter, esc, left, ctrl"
+    reason = closing_reason(keys)
+    if reason and not allow_closing:
+        return (
+            f"{kind} {key!r} is refused: {reason} "
+            "(desktop.allow_closing_keys=true allows it); nothing was executed"
+        )
     return None
