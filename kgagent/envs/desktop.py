@@ -117,6 +117,7 @@ class DesktopEnv(Env):
         self._target_pid: int | None = None
         self._region: Box | None = None
         self._face: Box | None = None  # the last window of its own program seen over it
+        self._put_backs = 0  # times an input moved the target partly off the screen
         self._last: np.ndarray | None = None
         self._fresh = False  # launched and not acted on yet
         self._episode_steps = 0
@@ -410,7 +411,7 @@ class DesktopEnv(Env):
                     raise
                 return self._ended()
         self._check(action)
-        before = self._last
+        before, placed = self._last, self._box
         t0 = time.perf_counter()
         self._execute(action)
         t_input = time.perf_counter() - t0
@@ -434,6 +435,9 @@ class DesktopEnv(Env):
             return end
         if self._wid != wid:
             obs = self._grab()  # it replaced its window: the env follows the new one
+        elif self._put_back(placed):
+            obs, settled = self._settle(before)  # what it shows where the user sees it
+            t_settle = time.perf_counter() - t1
         self._last = obs
         if prog is not None and not prog.running:
             return self._ended()
@@ -454,6 +458,49 @@ class DesktopEnv(Env):
                 w, h = size
                 return np.zeros((h, w, 3), np.uint8), 0.0, True, False, {"alive": False}
             return self._ended() if self._program_ended() else None
+
+    def _put_back(self, placed: Box) -> bool:
+        """Put the target back at ``placed`` when an input moved it from there, wholly on
+        the screen, to partly off it; whether it did. A program that draws its own title
+        bar (GTK, Chromium, Electron) moves its window when a drag starts on that bar,
+        and the part pushed past the screen's edge could be neither seen nor clicked for
+        the rest of the run. A window that moved and stays on the screen is left where it
+        is (what is captured is the same), and so is one the user placed partly off it.
+        Only a move counts: a box that changed size (or a full screen of the program's
+        own that came or went) is not put anywhere."""
+        box = self._box
+        if self._wid is None or box[:2] == placed[:2] or box[2:] != placed[2:]:
+            return False
+        sw, sh = self._screen_size  # a full screen of its own over it is whole: left alone
+
+        def whole(b: Box) -> bool:
+            return b[0] >= 0 and b[1] >= 0 and b[0] + b[2] <= sw and b[1] + b[3] <= sh
+
+        if whole(box) or not whole(placed):
+            return False
+        aim = placed[:2]
+        for _try in range(2):  # a window manager lands the frame by its gravity: correct once
+            self._xw().move(self._wid, *aim)
+            now = self._moved_from(box)
+            if now is None or now[:2] == placed[:2]:
+                break
+            aim, box = (aim[0] + placed[0] - now[0], aim[1] + placed[1] - now[1]), now
+        self._put_backs += 1
+        try:
+            self._box = self._geometry()
+        except EnvironmentError_:
+            return False  # it closed meanwhile: the next step reports it
+        return True
+
+    def _moved_from(self, box: Box) -> Box | None:
+        """The target's box once it has left ``box``'s position, or after 0.5 s; None
+        when it has gone."""
+        end = time.monotonic() + 0.5
+        while True:
+            now = self._xw().box(self._wid or 0)
+            if now is None or now[:2] != box[:2] or time.monotonic() >= end:
+                return now
+            time.sleep(0.01)
 
     def ground_truth(self) -> GroundTruth:
         alive = self._program is None or self._program.running
@@ -480,6 +527,13 @@ class DesktopEnv(Env):
         full-screen window, when one lay over it."""
         note = self._reactions.note()
         out = [f"desktop: {note}"] if note else []
+        if self._put_backs:
+            out.append(
+                "desktop: an input moved the target partly off the screen "
+                + ("once" if self._put_backs == 1 else f"{self._put_backs} times")
+                + " (a drag on a title bar the program draws itself, or the program's own "
+                "move); it was put back where it was"
+            )
         if self._face is not None:
             w, h = self._face[2], self._face[3]
             out.append(

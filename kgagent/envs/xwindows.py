@@ -242,6 +242,22 @@ class XWindows:
         w.configure(stack_mode=X.Above, onerror=catch)
         self.conn.sync()
 
+    def move(self, wid: int, x: int, y: int) -> None:
+        """Ask for window ``wid``'s box (:meth:`box`) to start at screen point (x, y). On
+        a bare X server the window moves; under a window manager the request goes to it,
+        which places the window's frame around that point (a few pixels off, by its
+        gravity)."""
+        from Xlib import error
+
+        catch = error.CatchError(error.BadWindow, error.BadMatch, error.BadValue)
+        w = self.conn.create_resource_object("window", wid)
+        try:
+            border = int(w.get_geometry().border_width)
+        except Exception:  # noqa: BLE001 - BadWindow: it was destroyed
+            return
+        w.configure(x=int(x) - border, y=int(y) - border, onerror=catch)
+        self.conn.sync()
+
     def focus(self, wid: int) -> None:
         """Give the window the keyboard focus (needed without a window manager, where the
         focus otherwise follows the pointer)."""

@@ -6,7 +6,9 @@ the JSON file, so a test can check exactly what the app received. With
 program's screen does. F2 opens a second window of the app over its first, with a
 button C (as a program's dialog would). F3 opens a screen-sized window of the app over
 everything, with a button D in its middle that closes it (as an SDL 1.2 game's full
-screen does on a display that cannot change its mode).
+screen does on a display that cannot change its mode). A drag on the bar at the bottom
+moves the window with the pointer, as a program that draws its own title bar does; F4
+moves it 180 px to the left.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ def key(event: tk.Event) -> None:
         tk.Button(dialog, text="C", command=lambda: press("C")).place(
             x=10, y=10, width=120, height=60
         )
+    if event.keysym == "F4":
+        root.geometry(f"+{root.winfo_x() - 180}+{root.winfo_y()}")
     if event.keysym == "F3":
         full = tk.Toplevel(root, bg="black")
         full.overrideredirect(True)
@@ -68,6 +72,22 @@ def key(event: tk.Event) -> None:
 tk.Button(root, text="A", command=lambda: press("A")).place(x=20, y=20, width=120, height=60)
 tk.Button(root, text="B", command=lambda: press("B")).place(x=200, y=20, width=120, height=60)
 root.bind_all("<Key>", key)
+bar = tk.Label(root, text="drag to move", bg="#9ab")
+bar.place(x=20, y=250, width=360, height=40)
+grip: list[int] = []
+
+
+def hold(event: tk.Event) -> None:
+    grip[:] = [event.x_root, event.y_root, root.winfo_x(), root.winfo_y()]
+
+
+def move(event: tk.Event) -> None:
+    px, py, wx, wy = grip
+    root.geometry(f"+{wx + event.x_root - px}+{wy + event.y_root - py}")
+
+
+bar.bind("<ButtonPress-1>", hold)
+bar.bind("<B1-Motion>", move)
 if len(sys.argv) > 3 and sys.argv[3] == "animate":
     # eight greys 32 levels apart, one every 20 ms: any two screenshots taken more
     # than one tick apart differ by more than the 30-level change threshold

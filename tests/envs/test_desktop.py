@@ -131,6 +131,23 @@ def test_a_point_of_the_target_off_the_screen_is_refused(app, tmp_path: Path) ->
         other.wait()
 
 
+def test_a_drag_that_moves_the_target_partly_off_the_screen_is_undone(app) -> None:
+    """A program that draws its own title bar moves its window when a drag starts on it.
+    Pushed past the screen's edge, the window is put back where it was; a move that
+    keeps it on the screen is left alone."""
+    _proc, _counts_path, title = app
+    env = _env(title)
+    box = env.target_box
+    assert box[:2] == (100, 120)
+    obs = env.step(Action("drag", x=200, y=270, x2=20, y2=270))[0]  # 180 px left: x -80
+    assert env.target_box == box
+    assert obs.shape == (300, 400, 3) and obs[:, :60].any(axis=2).mean() > 0.9
+    assert any("put back" in n for n in env.notes())
+    env.step(Action("drag", x=200, y=270, x2=300, y2=270))  # 100 px right: stays whole
+    assert _wait(lambda: env.observe() is not None and env.target_box[0] == 200, 3)
+    assert env.target_box[1:] == box[1:]
+
+
 def test_a_window_of_another_program_over_the_target_gets_no_click(
     app, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

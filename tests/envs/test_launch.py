@@ -410,6 +410,40 @@ def test_a_launched_window_under_a_window_manager_is_its_client_not_the_frame(
         x.stop()
 
 
+@needs_xvfb
+@pytest.mark.skipif(shutil.which("evilwm") is None, reason="evilwm is not installed")
+def test_under_a_window_manager_a_target_moved_off_the_screen_is_put_back(
+    tmp_path: Path,
+) -> None:
+    """Under a window manager the move back is a request to it, which places the frame
+    by its gravity: the target still ends where it was. (The program moves itself here:
+    a title-bar drag under a manager is the manager's move.)"""
+    from kgagent.envs.desktop import DesktopEnv
+    from kgagent.envs.launch import PrivateX
+
+    x = PrivateX((800, 600))
+    wm = subprocess.Popen(
+        ["evilwm", "-fn", "fixed"],
+        env=dict(os.environ, DISPLAY=x.display),
+        stderr=subprocess.DEVNULL,
+    )
+    counts = tmp_path / "counts.json"
+    launch = f"{sys.executable} {TK_APP} {counts} kg-dragged-{tmp_path.name}"
+    try:
+        env = DesktopEnv(FAST, display=x.display, options=_opts(launch, tmp_path / "p.log"))
+        try:
+            box = env.target_box
+            env.step(Action("key", key="f4"))
+            assert env.target_box == box
+            assert any("put back" in n for n in env.notes())
+        finally:
+            env.close()
+    finally:
+        wm.kill()
+        wm.wait()
+        x.stop()
+
+
 class _Unmapped:
     """An X connection on which the bound window is not viewable for ``hidden`` looks
     (a window manager reparenting it), and the program's windows are ``own``."""
