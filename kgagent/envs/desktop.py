@@ -255,7 +255,7 @@ class DesktopEnv(Env):
         if self._early_exits >= self.opts.start_failures:
             last = prog.tail()
             raise EnvironmentError_(
-                f"{prog.command!r} exited with code {prog.exit_code} at start-up "
+                f"{prog.command!r} {prog.ending} at start-up "
                 f"{self._early_exits} times in a row; its output is in {prog.log_path}"
                 + (f" (last line: {last[:200]})" if last else "")
             )

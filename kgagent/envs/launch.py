@@ -271,6 +271,20 @@ class Program:
         """The exit code once it has exited (negative: killed by that signal)."""
         return None if self.proc is None else self.proc.poll()
 
+    @property
+    def ending(self) -> str:
+        """How it ended, in words: "exited with code 3", "was killed by SIGSEGV"."""
+        code = self.exit_code
+        if code is None:
+            return "is running"
+        if code >= 0:
+            return f"exited with code {code}"
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"was killed by {name}"
+
     def owns(self, pid: int) -> bool:
         """Whether ``pid`` is the program or a process in its group."""
         if self.proc is None:

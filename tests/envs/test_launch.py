@@ -188,6 +188,15 @@ def test_program_dying_at_start_up_is_one_clear_error(xvfb: str, tmp_path: Path)
     assert not live_groups()
 
 
+def test_a_program_killed_by_a_signal_at_start_up_is_named_so(xvfb: str, tmp_path: Path) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    with pytest.raises(EnvironmentError_, match="was killed by SIGSEGV at start-up"):
+        DesktopEnv(
+            FAST, options=_opts("sh -c 'kill -SEGV $$'", tmp_path / "p.log", start_failures=1)
+        )
+
+
 def test_no_display_starts_a_private_xvfb_and_close_stops_everything(
     xvfb: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
