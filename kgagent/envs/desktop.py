@@ -125,7 +125,6 @@ class DesktopEnv(Env):
         try:
             self.display = self._choose_display(display)
             self._x = XWindows(self.display)
-            self._screen_size = self._x.screen_size
             if self.opts.launch:
                 self._program = Program(
                     self.opts.launch,
@@ -172,6 +171,11 @@ class DesktopEnv(Env):
         if self._x is None:
             self._x = XWindows(self.display)
         return self._x
+
+    @property
+    def _screen_size(self) -> tuple[int, int]:
+        """The screen's size now (it changes with the display's mode: RandR)."""
+        return self._xw().screen_size
 
     def _bind(self, win: Window) -> None:
         self._wid, self._title, self._target_pid = win.wid, win.title, win.pid
@@ -613,7 +617,7 @@ class DesktopEnv(Env):
     def _pg(self) -> Any:
         if self._input is None:
             self._input = PyAutoGUIInput(self.display, self.config.action_pause_s)
-        return self._input.use()
+        return self._input.use(self._screen_size)
 
     def _execute(self, a: Action) -> None:
         pg = self._pg()

@@ -63,13 +63,21 @@ class PyAutoGUIInput:
         self.pg = import_pyautogui(display)
         self._conn: Any = Display(display)
         s = self._conn.screen()
-        w, h = int(s.width_in_pixels), int(s.height_in_pixels)
-        self.corners = [(0, 0), (0, h - 1), (w - 1, 0), (w - 1, h - 1)]
+        self.corners: list[tuple[int, int]] = []
+        self._corners_of((int(s.width_in_pixels), int(s.height_in_pixels)))
         self._x11: Any = getattr(self.pg, "_pyautogui_x11", None)
         self._previous = getattr(self._x11, "_display", None)
 
-    def use(self) -> ModuleType:
-        """pyautogui, with its globals set for this display (call before every action)."""
+    def _corners_of(self, screen: tuple[int, int]) -> None:
+        w, h = screen
+        self.corners = [(0, 0), (0, h - 1), (w - 1, 0), (w - 1, h - 1)]
+
+    def use(self, screen: tuple[int, int] | None = None) -> ModuleType:
+        """pyautogui, with its globals set for this display (call before every action);
+        ``screen``: the screen's size now, whose corners are the fail-safe points (the
+        size at connect time when not given)."""
+        if screen is not None:
+            self._corners_of(screen)
         pg = self.pg
         pg.FAILSAFE = True
         pg.PAUSE = self.pause_s

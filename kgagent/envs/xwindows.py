@@ -110,11 +110,27 @@ class XWindows:
         self._net_wm_pid = atom("_NET_WM_PID")
         self._wm_state = atom("WM_STATE")
         self._xres = self.conn.has_extension("X-Resource")
+        from Xlib import X
+
+        s = self.conn.screen()
+        self._screen = int(s.width_in_pixels), int(s.height_in_pixels)
+        # the root's own configure events: a RandR change of the screen's size
+        self.root.change_attributes(event_mask=X.StructureNotifyMask)
+        self.conn.sync()
 
     @property
     def screen_size(self) -> tuple[int, int]:
-        s = self.conn.screen()
-        return int(s.width_in_pixels), int(s.height_in_pixels)
+        """The screen's size now. The connection's setup gives it at connect time; a
+        RandR change since (a program switching the display's mode, ``xrandr``) resizes
+        the root window, which X reports to this connection as an event, read here
+        without a round trip (5 µs when none is waiting)."""
+        from Xlib import X
+
+        while self.conn.pending_events():
+            ev = self.conn.next_event()
+            if ev.type == X.ConfigureNotify and int(ev.window.id) == int(self.root.id):
+                self._screen = int(ev.width), int(ev.height)
+        return self._screen
 
     def close(self) -> None:
         disconnect(self.conn)

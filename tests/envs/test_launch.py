@@ -453,6 +453,52 @@ def test_under_a_window_manager_a_target_moved_off_the_screen_is_put_back(
         x.stop()
 
 
+def _shrink_screen(display: str, w: int, h: int) -> None:
+    """What a program switching the display's mode does: RandR resizes the screen
+    (the outputs off first, as ``xrandr --fb`` does)."""
+    from Xlib import display as xdisplay
+    from Xlib.ext import randr
+
+    d = xdisplay.Display(display)
+    try:
+        root = d.screen().root
+        res = root.xrandr_get_screen_resources()
+        for crtc in res.crtcs:
+            d.xrandr_set_crtc_config(crtc, res.config_timestamp, 0, 0, 0, randr.Rotate_0, [])
+        root.xrandr_set_screen_size(w, h, 100, 100)
+        d.sync()
+    finally:
+        d.close()
+
+
+@needs_xvfb
+def test_after_a_mode_change_the_screen_is_its_new_size(tmp_path: Path) -> None:
+    """The screen's size is read as it is now: past a smaller screen's edge points are
+    refused, the fail-safe corners are its corners, and what lies past it is black."""
+    from kgagent.envs.desktop import DesktopEnv
+    from kgagent.envs.launch import PrivateX
+
+    x = PrivateX((1000, 700))
+    counts = tmp_path / "counts.json"
+    launch = f"{sys.executable} {TK_APP} {counts} kg-randr-{tmp_path.name}"
+    try:
+        env = DesktopEnv(FAST, display=x.display, options=_opts(launch, tmp_path / "p.log"))
+        try:
+            assert env.target_box == (100, 120, 400, 300)
+            _shrink_screen(x.display, 450, 400)
+            with pytest.raises(ActionRefused, match="off the screen"):
+                env.step(Action("click", x=380, y=50))  # screen x 480, past the edge
+            env.step(Action("click", x=80, y=50))  # button A, on the screen
+            assert _wait(lambda: json.loads(counts.read_text())["A"] == 1, 3)
+            assert env._input.corners[3] == (449, 399)
+            obs = env.observe()
+            assert obs.shape == (300, 400, 3) and obs[:, 350:].max() == 0 and obs[:, :340].any()
+        finally:
+            env.close()
+    finally:
+        x.stop()
+
+
 class _Unmapped:
     """An X connection on which the bound window is not viewable for ``hidden`` looks
     (a window manager reparenting it), and the program's windows are ``own``."""
