@@ -49,7 +49,7 @@ from kgagent.envs.keyguard import key_refusal, split_keys
 from kgagent.envs.launch import PrivateX, Program, default_program_log
 from kgagent.envs.points import point_refusal
 from kgagent.envs.reaction import ReactionWait
-from kgagent.envs.xcapture import XCapture
+from kgagent.envs.xcapture import OffScreen, XCapture
 from kgagent.envs.xinput import PyAutoGUIInput
 from kgagent.envs.xwindows import Window, XWindows, match
 from kgagent.errors import ActionRefused, ConfigError, EnvironmentError_
@@ -314,14 +314,23 @@ class DesktopEnv(Env):
 
     # ------------------------------------------------------------ capture
     def _grab(self) -> np.ndarray:
+        """The target's pixels; what lies past the screen's edge is black. The screen may
+        shrink between reading its size and the capture: then once more, at its new size."""
         x, y, w, h = self._box
-        sw, sh = self._screen_size
-        x0, y0, x1, y1 = max(0, x), max(0, y), min(sw, x + w), min(sh, y + h)
         out = np.zeros((h, w, 3), np.uint8)
-        if x1 > x0 and y1 > y0:
+        for last in (False, True):
+            sw, sh = self._screen_size
+            x0, y0, x1, y1 = max(0, x), max(0, y), min(sw, x + w), min(sh, y + h)
+            if x1 <= x0 or y1 <= y0:
+                break
             if self._capture is None:  # after close() a bound env reconnects on its next use
                 self._capture = XCapture(self.display, self.config.capture_timeout_s)
-            out[y0 - y : y1 - y, x0 - x : x1 - x] = self._capture.grab((x0, y0, x1, y1))
+            try:
+                out[y0 - y : y1 - y, x0 - x : x1 - x] = self._capture.grab((x0, y0, x1, y1))
+                break
+            except OffScreen:
+                if last:
+                    raise
         return out
 
     def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool] | None) -> None:

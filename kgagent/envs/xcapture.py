@@ -25,6 +25,10 @@ from kgagent.errors import EnvironmentError_
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1
 
 
+class OffScreen(EnvironmentError_):
+    """A capture of an area that is not (or no longer) all on the screen."""
+
+
 class XCapture:
     """Screenshots of one X display over a connection of their own."""
 
@@ -81,9 +85,14 @@ class XCapture:
 
             img = ImageGrab.grab(bbox=box, xdisplay=self.display)
             return np.asarray(img.convert("RGB"))
-        from Xlib import X
+        from Xlib import X, error
 
-        reply = self.root.get_image(x0, y0, w, h, X.ZPixmap, 0xFFFFFFFF)
+        try:
+            reply = self.root.get_image(x0, y0, w, h, X.ZPixmap, 0xFFFFFFFF)
+        except error.BadMatch:
+            raise OffScreen(
+                f"the area {box} is not all on the screen of {self.display!r}"
+            ) from None
         bgrx = np.frombuffer(reply.data, np.uint8).reshape(h, w, 4)
         # OpenCV's conversion, not numpy's strided copy of bgrx[:, :, 2::-1]: the same
         # pixels, about 0.1 ms against 5-6 ms for 1280×720 (a settle wait captures many

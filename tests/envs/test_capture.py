@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from kgagent.envs.launch import PrivateX
-from kgagent.envs.xcapture import XCapture
+from kgagent.envs.xcapture import OffScreen, XCapture
 from kgagent.errors import EnvironmentError_
 
 pytestmark = pytest.mark.desktop
@@ -52,6 +52,19 @@ def test_the_capture_reads_what_the_screen_shows(private_x: PrivateX) -> None:
         conn.close()
 
 
+def test_an_area_past_the_screen_is_one_clear_error(private_x: PrivateX) -> None:
+    """X refuses an image past the screen's edge (BadMatch): the screen shrank since the
+    area was computed. The error names it, and the connection still works."""
+    cap = XCapture(private_x.display, 5.0)
+    try:
+        with pytest.raises(OffScreen, match=r"not all on the screen") as e:
+            cap.grab((300, 0, 340, 10))
+        assert "\n" not in str(e.value)
+        assert cap.grab((0, 0, 10, 10)).shape == (10, 10, 3)
+    finally:
+        cap.close()
+
+
 def test_a_display_that_stops_answering_is_one_clear_error(private_x: PrivateX) -> None:
     cap = XCapture(private_x.display, 0.5)
     try:
@@ -69,7 +82,7 @@ def test_ctrl_c_stops_a_capture_that_waits_on_a_hung_display(private_x: PrivateX
     code = textwrap.dedent(
         f"""
         import signal, sys
-        from kgagent.envs.xcapture import XCapture
+        from kgagent.envs.xcapture import OffScreen, XCapture
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
         cap = XCapture({private_x.display!r}, 60.0)
         cap.grab((0, 0, 10, 10))

@@ -148,6 +148,28 @@ def test_a_drag_that_moves_the_target_partly_off_the_screen_is_undone(app) -> No
     assert env.target_box[1:] == box[1:]
 
 
+def test_a_capture_refused_past_a_screen_that_just_shrank_is_taken_again(
+    app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between reading the screen's size and the capture the screen may shrink: X refuses
+    that capture, and the env captures again at the size the screen has then."""
+    from kgagent.envs.xcapture import OffScreen
+
+    _proc, _counts_path, title = app
+    env = _env(title)
+    first = env.observe()
+    real, refused = env._capture.grab, []
+
+    def grab(box):
+        if not refused:
+            refused.append(box)
+            raise OffScreen(f"the area {box} is not all on the screen")
+        return real(box)
+
+    monkeypatch.setattr(env._capture, "grab", grab)
+    assert np.array_equal(env.observe(), first) and len(refused) == 1
+
+
 def test_a_window_of_another_program_over_the_target_gets_no_click(
     app, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
