@@ -34,6 +34,7 @@ or changes the process's ``DISPLAY`` beyond reading it as the default display.
 
 from __future__ import annotations
 
+import collections
 import os
 import time
 from collections.abc import Callable
@@ -118,6 +119,7 @@ class DesktopEnv(Env):
         self._region: Box | None = None
         self._face: Box | None = None  # the last window of its own program seen over it
         self._put_backs = 0  # times an input moved the target partly off the screen
+        self._endings: dict[int, str] = {}  # how the launched program ended, by start
         self._last: np.ndarray | None = None
         self._fresh = False  # launched and not acted on yet
         self._episode_steps = 0
@@ -308,6 +310,7 @@ class DesktopEnv(Env):
         """The step that reports the launched program's end (nothing is executed)."""
         prog = self._program
         assert prog is not None
+        self._endings[prog.starts] = prog.ending
         w, h = self.size
         obs = self._last if self._last is not None else np.zeros((h, w, 3), np.uint8)
         return obs, 0.0, True, False, {"alive": False, "exit_code": prog.exit_code}
@@ -536,10 +539,21 @@ class DesktopEnv(Env):
         }
 
     def notes(self) -> list[str]:
-        """The quiet wait, when the program's reaction times lengthened it; the target's own
+        """The quiet wait, when the program's reaction times lengthened it; how the launched
+        program ended, when it did (a program that crashes at every input shows here, not
+        only in the step log); the target put back on the screen; the target's own
         full-screen window, when one lay over it."""
         note = self._reactions.note()
         out = [f"desktop: {note}"] if note else []
+        if self._endings and self._program is not None:
+            hows = collections.Counter(self._endings.values()).most_common()
+            n = len(self._endings)
+            out.append(
+                f"desktop: the program ended {'once' if n == 1 else f'{n} times'} during "
+                "the run: "
+                + ", ".join(f"{how} ×{k}" for how, k in hows)
+                + f"; its output is in {self._program.log_path}"
+            )
         if self._put_backs:
             out.append(
                 "desktop: an input moved the target partly off the screen "

@@ -45,7 +45,7 @@ def _env(
     monkeypatch.setattr(desktop, "time", clock)
     env = DesktopEnv.__new__(DesktopEnv)  # no display: only the settle loop is exercised
     env.config = c = DesktopConfig(**cfg)
-    env._still, env._face, env._put_backs = None, None, 0
+    env._still, env._face, env._put_backs, env._endings = None, None, 0, {}
     env._reactions = ReactionWait(c.settle_quiet_s, c.settle_reaction_margin, c.settle_timeout_s)
 
     def grab() -> np.ndarray:

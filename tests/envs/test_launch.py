@@ -128,6 +128,11 @@ def test_launched_program_that_exits_ends_the_episode_and_is_started_again(
         assert obs.shape == (240, 320, 3)
         assert env.step(Action("key", key="a"))[2] is False
         assert env.end_info()["program_starts"] == 2
+        # the run's end says how the program ended
+        assert [n for n in env.notes() if "program ended" in n] == [
+            f"desktop: the program ended once during the run: exited with code 7 ×1; "
+            f"its output is in {log}"
+        ]
     finally:
         env.close()
     assert _gone(env.program.pid) and not live_groups()
