@@ -49,7 +49,7 @@ from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.keyguard import key_refusal, split_keys
 from kgagent.envs.launch import PrivateX, Program, default_program_log
 from kgagent.envs.points import point_refusal
-from kgagent.envs.reaction import ReactionWait
+from kgagent.envs.reaction import ReactionWait, StillCheck
 from kgagent.envs.xcapture import OffScreen, XCapture
 from kgagent.envs.xinput import PyAutoGUIInput
 from kgagent.envs.xwindows import Window, XWindows, match
@@ -108,6 +108,8 @@ class DesktopEnv(Env):
         self._reactions = ReactionWait(
             c.settle_quiet_s, c.settle_reaction_margin, c.settle_timeout_s
         )
+        self._stills = StillCheck(c.settle_still_s)
+        self._reacted_at: float | None = None  # the last wait ended on a reaction then
         self._xserver: PrivateX | None = None
         self._x: XWindows | None = None
         self._input: PyAutoGUIInput | None = None
@@ -342,14 +344,16 @@ class DesktopEnv(Env):
     def _settle(self, before: np.ndarray | None) -> tuple[np.ndarray, bool]:
         """Poll captures until the program has reacted to the input and holds still.
 
-        Settled: the screen changed and then held still for ``settle_still_s``, or it
-        showed no change at all for the quiet wait (the input changed nothing): that is
-        ``settle_quiet_s``, lengthened to ``settle_reaction_margin`` × the 90th percentile
-        of the program's recent reactions (:mod:`kgagent.envs.reaction`), which each
-        first change seen here adds to. ``before`` is the screen before the input: a first
-        capture that differs from it shows a reaction that came before it (a program that
-        answers within milliseconds), which then only has to hold still. None: no input
-        (a program's start), whose time is no reaction.
+        Settled: the screen changed and then held still for the still wait, or it
+        showed no change at all for the quiet wait (the input changed nothing). The quiet
+        wait is ``settle_quiet_s``, lengthened to ``settle_reaction_margin`` × the 90th
+        percentile of the program's recent reactions (:mod:`kgagent.envs.reaction`), which
+        each first change seen here adds to; the still wait is ``settle_still_s`` (the
+        next :meth:`observe` checks whether a reaction went on after it). ``before`` is
+        the screen before the input: a first capture that differs from it shows a
+        reaction that came before it (a program that answers within milliseconds), which
+        then only has to hold still. None: no input (a program's start), whose time is
+        no reaction.
         Alike means equal, or ``still(prev, cur)`` when the runner measured that the
         target moves on its own (a spinner never gives two equal captures, so without it
         every action would wait the whole ``settle_timeout_s``). Polling every
@@ -359,7 +363,8 @@ class DesktopEnv(Env):
         Returns the last capture and whether it settled before the timeout.
         """
         c = self.config
-        quiet = self._reactions.quiet_s
+        quiet, still = self._reactions.quiet_s, c.settle_still_s
+        self._reacted_at = None
         start = time.monotonic()
         deadline = start + c.settle_timeout_s
         prev = self._grab()
@@ -368,7 +373,7 @@ class DesktopEnv(Env):
             changed_at = time.monotonic()
             self._reactions.record(changed_at - start)
         while (now := time.monotonic()) < deadline:
-            due = start + quiet if changed_at is None else changed_at + c.settle_still_s
+            due = start + quiet if changed_at is None else changed_at + still
             time.sleep(max(0.0, min(c.settle_interval_s, due - now, deadline - now)))
             cur = self._grab()
             now = time.monotonic()
@@ -376,9 +381,11 @@ class DesktopEnv(Env):
                 if changed_at is None and before is not None:
                     self._reactions.record(now - start)
                 changed_at = now
-            elif (changed_at is not None and now - changed_at >= c.settle_still_s) or (
-                changed_at is None and now - start >= quiet
-            ):
+            elif changed_at is not None and now - changed_at >= still:
+                if before is not None:  # observe() checks that it went no further
+                    self._reacted_at = now
+                return cur, True
+            elif changed_at is None and now - start >= quiet:
                 return cur, True
             prev = cur
         return prev, False
@@ -412,8 +419,17 @@ class DesktopEnv(Env):
             if self._program is None or self._last is None:
                 raise
             return self._last  # the launched program has gone; step() reports it
-        self._last = self._grab()
-        return self._last
+        reacted_at, self._reacted_at = self._reacted_at, None
+        # within one more still wait of the last reaction's end, whether it had gone on
+        # (a program's own slower motion, a frame every 200 ms, is not seen this soon)
+        soon = (
+            reacted_at is not None and time.monotonic() - reacted_at <= self.config.settle_still_s
+        )
+        now = self._grab()
+        if soon and self._last is not None:
+            self._stills.record(not self._alike(self._last, now))
+        self._last = now
+        return now
 
     def step(self, action: Action) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         prog = self._program
@@ -543,8 +559,7 @@ class DesktopEnv(Env):
         program ended, when it did (a program that crashes at every input shows here, not
         only in the step log); the target put back on the screen; the target's own
         full-screen window, when one lay over it."""
-        note = self._reactions.note()
-        out = [f"desktop: {note}"] if note else []
+        out = [f"desktop: {n}" for n in (self._reactions.note(), self._stills.note()) if n]
         if self._endings and self._program is not None:
             hows = collections.Counter(self._endings.values()).most_common()
             n = len(self._endings)

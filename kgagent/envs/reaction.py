@@ -17,6 +17,20 @@ reaction time within a few dozen inputs. A program whose reactions all come late
 ``settle_quiet_s`` is never seen reacting: its setting must be raised by hand. The
 wait only ever lengthens the setting: a program that answers at once keeps
 ``settle_quiet_s``.
+
+The end of a reaction is not followed the same way. A reaction is over once the screen
+has held still for ``desktop.settle_still_s`` (40 ms, over a frame at 30 fps); an
+animation drawn at fewer frames a second "holds still" between two of its frames, and
+the rest of it is a late change, credited to no input (``Screen.catch_up``) while the
+action's effect is measured on a half-drawn screen. GNOME's Lights Off fades its lights
+at about 20 frames a second under Xvfb (frames 45-57 ms apart). Gaps longer than the
+wait are never seen within it, and lengthening the wait from what is seen after it
+cannot tell a slow animation from the program's own motion (Crafter's world, every
+200 ms while its player sleeps), which would lengthen it without end. So
+:class:`StillCheck` only measures and says so: when the agent looks again within one
+more still wait of a reaction's end (the program's own slower motion is not seen that
+soon), whether the screen had changed; when more than one reaction in ten had, the run
+ends with a line that names the setting to raise.
 """
 
 from __future__ import annotations
@@ -73,4 +87,31 @@ class ReactionWait:
             "percentile), "
             f"so an input waits {quiet * 1000:.0f} ms for one (desktop.settle_quiet_s "
             f"{self.floor_s * 1000:.0f} ms; desktop.settle_reaction_margin {self.margin:g})"
+        )
+
+
+class StillCheck:
+    """How often a reaction had gone on within one more still wait after its wait ended."""
+
+    def __init__(self, still_s: float) -> None:
+        self.still_s = still_s
+        self.checked = 0
+        self.went_on = 0
+
+    def record(self, went_on: bool) -> None:
+        self.checked += 1
+        self.went_on += bool(went_on)
+
+    def note(self) -> str | None:
+        """One line for the user when more than one reaction in ten (of ten or more) had
+        gone on, else None."""
+        n, k = self.checked, self.went_on
+        if n < 10 or k * 10 <= n:
+            return None
+        return (
+            f"after {k} of {n} reactions the screen changed again within "
+            f"{self.still_s * 1000:.0f} ms of holding still: the program draws its "
+            "animations less often than desktop.settle_still_s, so part of each was "
+            "credited to no input; raise it (e.g. --set desktop.settle_still_s="
+            f"{2 * self.still_s:g})"
         )

@@ -17,7 +17,7 @@ import pytest
 from kgagent.config_sections import DesktopConfig
 from kgagent.envs import desktop
 from kgagent.envs.desktop import DesktopEnv
-from kgagent.envs.reaction import MIN_SEEN, ReactionWait
+from kgagent.envs.reaction import MIN_SEEN, ReactionWait, StillCheck
 
 
 class Clock:
@@ -47,6 +47,9 @@ def _env(
     env.config = c = DesktopConfig(**cfg)
     env._still, env._face, env._put_backs, env._endings = None, None, 0, {}
     env._reactions = ReactionWait(c.settle_quiet_s, c.settle_reaction_margin, c.settle_timeout_s)
+    env._stills = StillCheck(c.settle_still_s)
+    env._reacted_at, env._last = None, None
+    env._geometry = lambda: (0, 0, 4, 4)  # type: ignore[method-assign]
 
     def grab() -> np.ndarray:
         clock.now += clock.grab_s
@@ -181,3 +184,82 @@ def test_a_start_is_no_reaction(monkeypatch: pytest.MonkeyPatch) -> None:
     env, _ = _env(monkeypatch, lambda t: 0 if t < 0.05 else 1, **SETTINGS)
     frame, settled = env._settle(None)  # a launched program's first frame
     assert settled and frame[0, 0, 0] == 1 and env._reactions.count == 0
+
+
+def _animated_program(
+    monkeypatch: pytest.MonkeyPatch, inputs: int, gaps: tuple[float, ...], **cfg
+) -> DesktopEnv:
+    """A program that answers each input at once with an animation whose frames come
+    ``gaps`` apart; the agent looks again 10 ms after each wait ends (Screen.catch_up)."""
+    frames_at: list[float] = []
+
+    def screen(t: float) -> int:  # the frames drawn by time t
+        return sum(f <= t for f in frames_at)
+
+    env, clock = _env(monkeypatch, screen, **{**SETTINGS, "settle_interval_s": 0.005, **cfg})
+    frame = env.observe()
+    for i in range(inputs):
+        clock.now = 1.0 + i * 2.0
+        t = clock.now + 0.001
+        frames_at.append(t)
+        for g in gaps:
+            t += g
+            frames_at.append(t)
+        frame, _settled = env._settle(frame)
+        env._last = frame
+        clock.now += 0.01
+        frame = env.observe()
+    return env
+
+
+def test_an_animation_slower_than_the_still_wait_is_named_at_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Frames 45-55 ms apart (a toolkit's fade at about 20 fps) hold still longer than
+    40 ms between two of them: the run ends with the setting to raise."""
+    env = _animated_program(monkeypatch, 12, (0.03, 0.045, 0.05, 0.055))
+    assert env._stills.checked == 12 and env._stills.went_on == 12
+    notes = [n for n in env.notes() if "settle_still_s" in n]
+    assert notes and "after 12 of 12 reactions" in notes[0] and "settle_still_s=0.08" in notes[0]
+
+
+def test_an_animation_faster_than_the_still_wait_is_waited_out_and_not_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = _animated_program(monkeypatch, 12, (0.02, 0.03, 0.03))
+    assert env._stills.checked == 12 and env._stills.went_on == 0 and env.notes() == []
+
+
+def test_a_program_s_own_slow_motion_is_no_reaction_going_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A world that moves on its own every 200 ms (Crafter's, while its player sleeps)
+    changes the screen after most waits, but not within one more still wait of their end."""
+    own: list[float] = []
+
+    def screen(t: float) -> int:
+        return sum(f <= t for f in own) + int(t // 0.2)
+
+    env, clock = _env(monkeypatch, screen, **{**SETTINGS, "settle_interval_s": 0.005})
+    frame = env.observe()
+    for i in range(60):
+        clock.now = 1.0 + i * 0.537
+        own.append(clock.now + 0.001)  # the input's reaction: one frame at once
+        frame, _settled = env._settle(frame)
+        env._last = frame
+        clock.now += 0.01
+        frame = env.observe()
+    assert env._stills.checked > 30 and env._stills.went_on * 10 <= env._stills.checked
+    assert not any("settle_still_s" in n for n in env.notes())
+
+
+def test_the_still_check_needs_ten_reactions_and_more_than_one_in_ten() -> None:
+    c = StillCheck(0.04)
+    for went_on in [True] * 9:
+        c.record(went_on)
+    assert c.note() is None  # too few to judge
+    for _ in range(81):
+        c.record(False)
+    assert c.note() is None  # 9 in 90
+    c.record(True)
+    assert "after 10 of 91 reactions" in (c.note() or "")
