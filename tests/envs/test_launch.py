@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -376,86 +377,79 @@ def test_a_command_that_does_not_exist_is_one_clear_error(xvfb: str, tmp_path: P
     assert not live_groups()
 
 
-@needs_xvfb
-@pytest.mark.skipif(shutil.which("evilwm") is None, reason="evilwm is not installed")
-def test_a_launched_window_under_a_window_manager_is_its_client_not_the_frame(
-    tmp_path: Path,
-) -> None:
-    """A reparenting window manager puts a frame around the program's window: the target
-    is the program's own window inside it, found through the frame."""
-    from kgagent.envs.desktop import DesktopEnv
+@pytest.fixture
+def managed_x() -> Iterator[str]:
+    """A private 800x600 Xvfb with a reparenting window manager (evilwm) on it."""
     from kgagent.envs.launch import PrivateX
-    from kgagent.envs.xwindows import XWindows
 
+    if shutil.which("Xvfb") is None or shutil.which("evilwm") is None:
+        pytest.skip("Xvfb and evilwm are needed (apt-get install xvfb evilwm)")
     x = PrivateX((800, 600))
     wm = subprocess.Popen(
         ["evilwm", "-fn", "fixed"],
         env=dict(os.environ, DISPLAY=x.display),
         stderr=subprocess.DEVNULL,
     )
-    out = tmp_path / "keys.txt"
     try:
-        env = DesktopEnv(
-            FAST,
-            display=x.display,
-            options=_opts(_sdl("kg-framed", "--out", str(out)), tmp_path / "p.log"),
-        )
-        try:
-            xw = XWindows(x.display)
-            tops = {c.id: c.get_geometry() for c in xw.root.query_tree().children}
-            xw.close()
-            assert env._wid not in tops  # reparented: the root's child is the frame
-            assert env.size == (320, 240)
-            bx, by, bw, bh = env.target_box
-            assert any(
-                f.x <= bx
-                and f.y <= by
-                and f.x + f.width + 2 * f.border_width >= bx + bw
-                and (f.x, f.y) != (bx, by)
-                for f in tops.values()
-            ), "the target is not the window inside a frame"
-            env.step(Action("key", key="k"))
-            assert _wait(lambda: out.exists() and out.read_text().split() == ["k"], 3)
-        finally:
-            env.close()
+        yield x.display
     finally:
         wm.kill()
         wm.wait()
         x.stop()
 
 
-@needs_xvfb
-@pytest.mark.skipif(shutil.which("evilwm") is None, reason="evilwm is not installed")
+def test_a_launched_window_under_a_window_manager_is_its_client_not_the_frame(
+    managed_x: str, tmp_path: Path
+) -> None:
+    """A reparenting window manager puts a frame around the program's window: the target
+    is the program's own window inside it, found through the frame."""
+    from kgagent.envs.desktop import DesktopEnv
+    from kgagent.envs.xwindows import XWindows
+
+    out = tmp_path / "keys.txt"
+    env = DesktopEnv(
+        FAST,
+        display=managed_x,
+        options=_opts(_sdl("kg-framed", "--out", str(out)), tmp_path / "p.log"),
+    )
+    try:
+        xw = XWindows(managed_x)
+        tops = {c.id: c.get_geometry() for c in xw.root.query_tree().children}
+        xw.close()
+        assert env._wid not in tops  # reparented: the root's child is the frame
+        assert env.size == (320, 240)
+        bx, by, bw, bh = env.target_box
+        assert any(
+            f.x <= bx
+            and f.y <= by
+            and f.x + f.width + 2 * f.border_width >= bx + bw
+            and (f.x, f.y) != (bx, by)
+            for f in tops.values()
+        ), "the target is not the window inside a frame"
+        env.step(Action("key", key="k"))
+        assert _wait(lambda: out.exists() and out.read_text().split() == ["k"], 3)
+    finally:
+        env.close()
+
+
 def test_under_a_window_manager_a_target_moved_off_the_screen_is_put_back(
-    tmp_path: Path,
+    managed_x: str, tmp_path: Path
 ) -> None:
     """Under a window manager the move back is a request to it, which places the frame
     by its gravity: the target still ends where it was. (The program moves itself here:
     a title-bar drag under a manager is the manager's move.)"""
     from kgagent.envs.desktop import DesktopEnv
-    from kgagent.envs.launch import PrivateX
 
-    x = PrivateX((800, 600))
-    wm = subprocess.Popen(
-        ["evilwm", "-fn", "fixed"],
-        env=dict(os.environ, DISPLAY=x.display),
-        stderr=subprocess.DEVNULL,
-    )
     counts = tmp_path / "counts.json"
     launch = f"{sys.executable} {TK_APP} {counts} kg-dragged-{tmp_path.name}"
+    env = DesktopEnv(FAST, display=managed_x, options=_opts(launch, tmp_path / "p.log"))
     try:
-        env = DesktopEnv(FAST, display=x.display, options=_opts(launch, tmp_path / "p.log"))
-        try:
-            box = env.target_box
-            env.step(Action("key", key="f4"))
-            assert env.target_box == box
-            assert any("put back" in n for n in env.notes())
-        finally:
-            env.close()
+        box = env.target_box
+        env.step(Action("key", key="f4"))
+        assert env.target_box == box
+        assert any("put back" in n for n in env.notes())
     finally:
-        wm.kill()
-        wm.wait()
-        x.stop()
+        env.close()
 
 
 def _shrink_screen(display: str, w: int, h: int) -> None:
