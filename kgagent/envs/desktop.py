@@ -517,11 +517,11 @@ class DesktopEnv(Env):
             if now is None or now[:2] == placed[:2]:
                 break
             aim, box = (aim[0] + placed[0] - now[0], aim[1] + placed[1] - now[1]), now
-        self._put_backs += 1
         try:
             self._box = self._geometry()
         except EnvironmentError_:
             return False  # it closed meanwhile: the next step reports it
+        self._put_backs += whole(self._box)  # a window manager may have refused the move
         return True
 
     def _moved_from(self, box: Box) -> Box | None:
