@@ -34,7 +34,6 @@ or changes the process's ``DISPLAY`` beyond reading it as the default display.
 
 from __future__ import annotations
 
-import collections
 import os
 import time
 from collections.abc import Callable
@@ -48,8 +47,8 @@ from kgagent.config import DesktopConfig
 from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.keyguard import key_refusal, split_keys
 from kgagent.envs.launch import PrivateX, Program, default_program_log
-from kgagent.envs.points import point_refusal
-from kgagent.envs.reaction import ReactionWait, StillCheck
+from kgagent.envs.points import on_screen, point_refusal
+from kgagent.envs.settle import Settler
 from kgagent.envs.xcapture import OffScreen, XCapture
 from kgagent.envs.xinput import PyAutoGUIInput
 from kgagent.envs.xwindows import Window, XWindows, match
@@ -103,13 +102,7 @@ class DesktopEnv(Env):
         if self.opts.launch and self.config.region:
             raise ConfigError("desktop.region and desktop.launch exclude each other")
         self.restarts = bool(self.opts.launch)
-        self._still: Callable[[np.ndarray, np.ndarray], bool] | None = None
-        c = self.config
-        self._reactions = ReactionWait(
-            c.settle_quiet_s, c.settle_reaction_margin, c.settle_timeout_s
-        )
-        self._stills = StillCheck(c.settle_still_s)
-        self._reacted_at: float | None = None  # the last wait ended on a reaction then
+        self._settler = Settler(self.config)
         self._xserver: PrivateX | None = None
         self._x: XWindows | None = None
         self._input: PyAutoGUIInput | None = None
@@ -121,7 +114,6 @@ class DesktopEnv(Env):
         self._region: Box | None = None
         self._face: Box | None = None  # the last window of its own program seen over it
         self._put_backs = 0  # times an input moved the target partly off the screen
-        self._endings: dict[int, str] = {}  # how the launched program ended, by start
         self._last: np.ndarray | None = None
         self._fresh = False  # launched and not acted on yet
         self._episode_steps = 0
@@ -312,7 +304,7 @@ class DesktopEnv(Env):
         """The step that reports the launched program's end (nothing is executed)."""
         prog = self._program
         assert prog is not None
-        self._endings[prog.starts] = prog.ending
+        prog.seen_end()
         w, h = self.size
         obs = self._last if self._last is not None else np.zeros((h, w, 3), np.uint8)
         return obs, 0.0, True, False, {"alive": False, "exit_code": prog.exit_code}
@@ -339,63 +331,11 @@ class DesktopEnv(Env):
         return out
 
     def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool] | None) -> None:
-        self._still = still
+        self._settler.still = still
 
     def _settle(self, before: np.ndarray | None) -> tuple[np.ndarray, bool]:
-        """Poll captures until the program has reacted to the input and holds still.
-
-        Settled: the screen changed and then held still for the still wait, or it
-        showed no change at all for the quiet wait (the input changed nothing). The quiet
-        wait is ``settle_quiet_s``, lengthened to ``settle_reaction_margin`` × the 90th
-        percentile of the program's recent reactions (:mod:`kgagent.envs.reaction`), which
-        each first change seen here adds to; the still wait is ``settle_still_s`` (the
-        next :meth:`observe` checks whether a reaction went on after it). ``before`` is
-        the screen before the input: a first capture that differs from it shows a
-        reaction that came before it (a program that answers within milliseconds), which
-        then only has to hold still. None: no input (a program's start), whose time is
-        no reaction.
-        Alike means equal, or ``still(prev, cur)`` when the runner measured that the
-        target moves on its own (a spinner never gives two equal captures, so without it
-        every action would wait the whole ``settle_timeout_s``). Polling every
-        ``settle_interval_s`` keeps the wait close to the program's own reaction time;
-        the poll before a wait's end is shortened to land on it, so a wait lasts what
-        its setting says, not up to one interval and one capture more.
-        Returns the last capture and whether it settled before the timeout.
-        """
-        c = self.config
-        quiet, still = self._reactions.quiet_s, c.settle_still_s
-        self._reacted_at = None
-        start = time.monotonic()
-        deadline = start + c.settle_timeout_s
-        prev = self._grab()
-        changed_at: float | None = None  # when the screen last changed
-        if before is not None and not self._alike(before, prev):
-            changed_at = time.monotonic()
-            self._reactions.record(changed_at - start)
-        while (now := time.monotonic()) < deadline:
-            due = start + quiet if changed_at is None else changed_at + still
-            time.sleep(max(0.0, min(c.settle_interval_s, due - now, deadline - now)))
-            cur = self._grab()
-            now = time.monotonic()
-            if not self._alike(prev, cur):
-                if changed_at is None and before is not None:
-                    self._reactions.record(now - start)
-                changed_at = now
-            elif changed_at is not None and now - changed_at >= still:
-                if before is not None:  # observe() checks that it went no further
-                    self._reacted_at = now
-                return cur, True
-            elif changed_at is None and now - start >= quiet:
-                return cur, True
-            prev = cur
-        return prev, False
-
-    def _alike(self, a: np.ndarray, b: np.ndarray) -> bool:
-        """Two captures of a screen that did not react: equal, or ``still(a, b)`` when the
-        runner measured that the target moves on its own."""
-        if a.shape != b.shape:
-            return False
-        return np.array_equal(a, b) or (self._still is not None and self._still(a, b))
+        """Wait for the program's reaction to the input (:class:`Settler`)."""
+        return self._settler.settle(self._grab, before)
 
     # ------------------------------------------------------------ Env API
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
@@ -419,15 +359,8 @@ class DesktopEnv(Env):
             if self._program is None or self._last is None:
                 raise
             return self._last  # the launched program has gone; step() reports it
-        reacted_at, self._reacted_at = self._reacted_at, None
-        # within one more still wait of the last reaction's end, whether it had gone on
-        # (a program's own slower motion, a frame every 200 ms, is not seen this soon)
-        soon = (
-            reacted_at is not None and time.monotonic() - reacted_at <= self.config.settle_still_s
-        )
         now = self._grab()
-        if soon and self._last is not None:
-            self._stills.record(not self._alike(self._last, now))
+        self._settler.looked(self._last, now)
         self._last = now
         return now
 
@@ -500,39 +433,18 @@ class DesktopEnv(Env):
         is (what is captured is the same), and so is one the user placed partly off it.
         Only a move counts: a box that changed size (or a full screen of the program's
         own that came or went) is not put anywhere."""
-        box = self._box
+        box, screen = self._box, self._screen_size
         if self._wid is None or box[:2] == placed[:2] or box[2:] != placed[2:]:
             return False
-        sw, sh = self._screen_size  # a full screen of its own over it is whole: left alone
-
-        def whole(b: Box) -> bool:
-            return b[0] >= 0 and b[1] >= 0 and b[0] + b[2] <= sw and b[1] + b[3] <= sh
-
-        if whole(box) or not whole(placed):
-            return False
-        aim = placed[:2]
-        for _try in range(2):  # a window manager lands the frame by its gravity: correct once
-            self._xw().move(self._wid, *aim)
-            now = self._moved_from(box)
-            if now is None or now[:2] == placed[:2]:
-                break
-            aim, box = (aim[0] + placed[0] - now[0], aim[1] + placed[1] - now[1]), now
+        if on_screen(box, screen) or not on_screen(placed, screen):
+            return False  # (a full screen of its own over it is on the screen: left alone)
+        self._xw().move_to(self._wid, placed[0], placed[1])
         try:
             self._box = self._geometry()
         except EnvironmentError_:
             return False  # it closed meanwhile: the next step reports it
-        self._put_backs += whole(self._box)  # a window manager may have refused the move
+        self._put_backs += on_screen(self._box, screen)  # a manager may refuse the move
         return True
-
-    def _moved_from(self, box: Box) -> Box | None:
-        """The target's box once it has left ``box``'s position, or after 0.5 s; None
-        when it has gone."""
-        end = time.monotonic() + 0.5
-        while True:
-            now = self._xw().box(self._wid or 0)
-            if now is None or now[:2] != box[:2] or time.monotonic() >= end:
-                return now
-            time.sleep(0.01)
 
     def ground_truth(self) -> GroundTruth:
         alive = self._program is None or self._program.running
@@ -559,16 +471,9 @@ class DesktopEnv(Env):
         program ended, when it did (a program that crashes at every input shows here, not
         only in the step log); the target put back on the screen; the target's own
         full-screen window, when one lay over it."""
-        out = [f"desktop: {n}" for n in (self._reactions.note(), self._stills.note()) if n]
-        if self._endings and self._program is not None:
-            hows = collections.Counter(self._endings.values()).most_common()
-            n = len(self._endings)
-            out.append(
-                f"desktop: the program ended {'once' if n == 1 else f'{n} times'} during "
-                "the run: "
-                + ", ".join(f"{how} ×{k}" for how, k in hows)
-                + f"; its output is in {self._program.log_path}"
-            )
+        out = [f"desktop: {n}" for n in self._settler.notes()]
+        if self._program is not None and (ended := self._program.endings_note()):
+            out.append(f"desktop: {ended}")
         if self._put_backs:
             out.append(
                 "desktop: an input moved the target partly off the screen "

@@ -23,6 +23,7 @@ Safety nets, for when the normal ``close()`` never runs:
 from __future__ import annotations
 
 import atexit
+import collections
 import os
 import select
 import shlex
@@ -233,6 +234,7 @@ class Program:
         self.stop_timeout_s = stop_timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.endings: dict[int, str] = {}  # how each start ended, once seen (:meth:`seen_end`)
 
     @property
     def command(self) -> str:
@@ -284,6 +286,23 @@ class Program:
         except ValueError:
             name = f"signal {-code}"
         return f"was killed by {name}"
+
+    def seen_end(self) -> None:
+        """Its user saw it end: remember how (once per start)."""
+        if self.proc is not None and not self.running:
+            self.endings[self.starts] = self.ending
+
+    def endings_note(self) -> str | None:
+        """One line on how it ended during a run (counted per start), or None."""
+        if not self.endings:
+            return None
+        n = len(self.endings)
+        hows = collections.Counter(self.endings.values()).most_common()
+        return (
+            f"the program ended {'once' if n == 1 else f'{n} times'} during the run: "
+            + ", ".join(f"{how} ×{k}" for how, k in hows)
+            + f"; its output is in {self.log_path}"
+        )
 
     def owns(self, pid: int) -> bool:
         """Whether ``pid`` is the program or a process in its group."""

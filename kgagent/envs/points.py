@@ -41,3 +41,9 @@ def point_refusal(
                 "nothing was executed"
             )
     return None
+
+
+def on_screen(box: Box, screen: tuple[int, int]) -> bool:
+    """Whether all of ``box`` lies on a screen of size ``screen``."""
+    x, y, w, h = box
+    return x >= 0 and y >= 0 and x + w <= screen[0] and y + h <= screen[1]

@@ -17,6 +17,7 @@ nothing here reads or changes the process's ``DISPLAY``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -273,6 +274,25 @@ class XWindows:
             return
         w.configure(x=int(x) - border, y=int(y) - border, onerror=catch)
         self.conn.sync()
+
+    def move_to(self, wid: int, x: int, y: int, timeout_s: float = 0.5) -> Box | None:
+        """Move window ``wid``'s box to start at (x, y) and wait (up to ``timeout_s``) for
+        it to move; its box then, None when it has gone. Under a window manager, which
+        lands the frame by its gravity a few pixels off, the offset is corrected once."""
+        box, aim = self.box(wid), (x, y)
+        for _try in range(2):
+            if box is None:
+                return None
+            self.move(wid, *aim)
+            start, end = box, time.monotonic() + timeout_s
+            while (box := self.box(wid)) is not None and box[:2] == start[:2]:
+                if time.monotonic() >= end:
+                    break
+                time.sleep(0.01)
+            if box is None or box[:2] == (x, y):
+                return box
+            aim = (aim[0] + x - box[0], aim[1] + y - box[1])
+        return box
 
     def focus(self, wid: int) -> None:
         """Give the window the keyboard focus (needed without a window manager, where the
