@@ -134,9 +134,28 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
+#: where systems put programs that a user's PATH may lack (Debian's games, snaps)
+OFF_PATH_DIRS = ("/usr/games", "/usr/local/games", "/snap/bin", "/usr/sbin", "/sbin")
+
+
+def _not_found(argv: list[str]) -> EnvironmentError_:
+    name = argv[0]
+    found = [
+        f"{d}/{name}"
+        for d in OFF_PATH_DIRS
+        if "/" not in name and shutil.which(name, path=d) is not None
+    ]
+    hint = (
+        f" on PATH (there is {found[0]}: give that path, or add {Path(found[0]).parent} to PATH)"
+        if found
+        else ""
+    )
+    return EnvironmentError_(f"cannot start {shlex.join(argv)!r}: {name} not found{hint}")
+
+
 def _spawn(argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
     if shutil.which(argv[0]) is None:
-        raise EnvironmentError_(f"cannot start {shlex.join(argv)!r}: {argv[0]} not found")
+        raise _not_found(argv)
     try:
         proc = subprocess.Popen(
             [sys.executable, "-S", "-c", _TRAMPOLINE, str(os.getpid()), *argv],

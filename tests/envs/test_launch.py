@@ -372,9 +372,31 @@ def test_a_command_that_does_not_exist_is_one_clear_error(xvfb: str, tmp_path: P
     from kgagent.envs.desktop import DesktopEnv
     from kgagent.envs.launch import live_groups
 
-    with pytest.raises(EnvironmentError_, match="no-such-program-zz9 not found"):
+    with pytest.raises(EnvironmentError_, match="no-such-program-zz9 not found$"):
         DesktopEnv(FAST, options=_opts("no-such-program-zz9 --flag", tmp_path / "p.log"))
     assert not live_groups()
+
+
+def test_a_program_off_the_path_is_pointed_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Debian installs games in /usr/games, which a root shell's PATH lacks: the error
+    names the program found there."""
+    from kgagent.envs import launch
+
+    games = tmp_path / "games"
+    games.mkdir()
+    prog = games / "kg-off-path-zz9"
+    prog.write_text("#!/bin/sh\n")
+    prog.chmod(0o755)
+    monkeypatch.setattr(launch, "OFF_PATH_DIRS", (str(tmp_path / "none"), str(games)))
+    p = launch.Program("kg-off-path-zz9 --level 2", ":0", tmp_path / "p.log")
+    with pytest.raises(EnvironmentError_) as e:
+        p.start()
+    assert str(e.value) == (
+        f"cannot start 'kg-off-path-zz9 --level 2': kg-off-path-zz9 not found on PATH "
+        f"(there is {prog}: give that path, or add {games} to PATH)"
+    )
 
 
 @pytest.fixture
