@@ -153,9 +153,35 @@ def _not_found(argv: list[str]) -> EnvironmentError_:
     return EnvironmentError_(f"cannot start {shlex.join(argv)!r}: {name} not found{hint}")
 
 
+def child_environ(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a started program gets: ``env`` (default: this process's) less
+    what OpenCV's import added to this process for itself. The ``opencv-python`` wheel
+    points ``QT_QPA_PLATFORM_PLUGIN_PATH`` and ``QT_QPA_FONTDIR`` at the Qt it bundles and
+    puts its libraries first on ``LD_LIBRARY_PATH``; a Qt program started with them
+    aborts ("Could not load the Qt platform plugin "xcb"": KDE's kcalc). Values of the
+    user's own are kept."""
+    out = dict(os.environ if env is None else env)
+    cv2 = sys.modules.get("cv2")
+    where = getattr(cv2, "__file__", None)
+    if not where:
+        return out
+    root = os.path.dirname(os.path.abspath(where)) + os.sep
+    for name in ("QT_QPA_PLATFORM_PLUGIN_PATH", "QT_QPA_FONTDIR"):
+        if out.get(name, "").startswith(root):
+            del out[name]
+    if "LD_LIBRARY_PATH" in out:  # cv2 made it "its dirs:" + what it was
+        kept = ":".join(p for p in out["LD_LIBRARY_PATH"].split(":") if not p.startswith(root))
+        if kept:
+            out["LD_LIBRARY_PATH"] = kept
+        else:
+            del out["LD_LIBRARY_PATH"]
+    return out
+
+
 def _spawn(argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
     if shutil.which(argv[0]) is None:
         raise _not_found(argv)
+    kw["env"] = child_environ(kw.get("env"))
     try:
         proc = subprocess.Popen(
             [sys.executable, "-S", "-c", _TRAMPOLINE, str(os.getpid()), *argv],

@@ -377,6 +377,34 @@ def test_a_command_that_does_not_exist_is_one_clear_error(xvfb: str, tmp_path: P
     assert not live_groups()
 
 
+def test_a_started_program_does_not_get_what_opencv_set_for_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """opencv-python's import points Qt at its own plugins and puts its libraries on
+    LD_LIBRARY_PATH in this process; a Qt program started with them aborts. The user's
+    own values stay."""
+    import cv2
+
+    from kgagent.envs.launch import Program
+
+    ours = os.path.dirname(os.path.abspath(cv2.__file__))
+    monkeypatch.setenv("QT_QPA_PLATFORM_PLUGIN_PATH", f"{ours}/qt/plugins")
+    monkeypatch.setenv("QT_QPA_FONTDIR", "/usr/share/fonts/mine")
+    monkeypatch.setenv("LD_LIBRARY_PATH", f"{ours}/../../lib64:/opt/mine/lib")
+    out = tmp_path / "env.txt"
+    p = Program(["sh", "-c", f"env > {out}"], ":0", tmp_path / "p.log")
+    p.start()
+    assert p.wait_exit(10) == 0
+    got = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    assert "QT_QPA_PLATFORM_PLUGIN_PATH" not in got
+    assert got["QT_QPA_FONTDIR"] == "/usr/share/fonts/mine"
+    assert got["LD_LIBRARY_PATH"] == "/opt/mine/lib" and got["DISPLAY"] == ":0"
+    monkeypatch.setenv("LD_LIBRARY_PATH", f"{ours}/../../lib64:")  # it was unset
+    p.start()
+    assert p.wait_exit(10) == 0
+    assert "LD_LIBRARY_PATH=" not in out.read_text()
+
+
 def test_a_program_off_the_path_is_pointed_to(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
