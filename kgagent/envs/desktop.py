@@ -253,11 +253,11 @@ class DesktopEnv(Env):
         assert prog is not None
         self._early_exits += 1
         if self._early_exits >= self.opts.start_failures:
-            last = prog.tail()
+            last = prog.tail(3)  # a program's reason often takes more than its last line
             raise EnvironmentError_(
                 f"{prog.command!r} {prog.ending} at start-up "
                 f"{self._early_exits} times in a row; its output is in {prog.log_path}"
-                + (f" (last line: {last[:200]})" if last else "")
+                + (f" (its last words: {last[:400]})" if last else "")
             )
 
     def _own(self, wins: list[Window]) -> list[Window]:

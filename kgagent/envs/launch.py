@@ -376,9 +376,11 @@ class Program:
         return stop_group(self.proc, self.stop_timeout_s)
 
     def tail(self, lines: int = 1) -> str:
-        """The last lines of its log, for error messages."""
+        """The last lines its latest start wrote to its log, for error messages."""
         try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()
+            text = self.log_path.read_text(errors="replace").splitlines()
         except OSError:
             return ""
-        return " | ".join(t.strip() for t in text[-lines:] if not t.startswith("--- kgagent:"))
+        starts = [i for i, t in enumerate(text) if t.startswith("--- kgagent: start")]
+        said = [t.strip() for t in text[starts[-1] + 1 if starts else 0 :] if t.strip()]
+        return " | ".join(said[-lines:])

@@ -28,6 +28,7 @@ ap.add_argument("--blank-for", type=float, default=0.0)
 args = ap.parse_args()
 if args.die is not None:
     print("pygame_app: fatal: cannot open the game data", file=sys.stderr)
+    print("pygame_app: giving up", file=sys.stderr)  # the reason is not the last line
     sys.exit(args.die)
 
 import pygame  # noqa: E402 - after the early exit, as a real program fails before its window
