@@ -216,6 +216,8 @@ class Runner:
                         in_episode += 1
                         truth = _truth(env)  # harness only
                         line = {**rec.to_dict(), "truth": truth}
+                        if events := env.events():
+                            line["env_events"] = events
                         records.append({"type": "step", **line})
                         out.write("step", line)
                         if record_dir is not None:

@@ -90,6 +90,12 @@ class Env(ABC):
         the end of a run (one line each; the runner prints them)."""
         return []
 
+    def events(self) -> list[str]:
+        """What the environment did on its own since the last call, one line each (a
+        window put back on the screen, a replaced window followed); the runner writes
+        them into the step's line of the step log (``env_events``). Drains them."""
+        return []
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources."""
 

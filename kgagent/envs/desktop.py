@@ -113,6 +113,7 @@ class DesktopEnv(Env):
         self._target_pid: int | None = None
         self._region: Box | None = None
         self._face: Box | None = None  # the last window of its own program seen over it
+        self._events: list[str] = []  # what it did on its own since the runner last asked
         self._put_backs = 0  # times an input moved the target partly off the screen
         self._last: np.ndarray | None = None
         self._fresh = False  # launched and not acted on yet
@@ -189,6 +190,11 @@ class DesktopEnv(Env):
             )
         face = x.face(self._wid, box)
         if face is not None:
+            if face != self._face:
+                self._events.append(
+                    f"a {face[2]}x{face[3]} window of the target's own program lies over it "
+                    "(a full screen): acting on that window"
+                )
             self._face = face
         return face or box
 
@@ -296,6 +302,9 @@ class DesktopEnv(Env):
         win = self._await_window(set(), min(2.0, self.opts.launch_timeout_s))
         if win is None:
             return True
+        self._events.append(
+            f"the program replaced its window: following {win.title!r} (id {win.wid:#x})"
+        )
         self._bind(win)
         self._box = self._geometry()
         return False
@@ -443,7 +452,16 @@ class DesktopEnv(Env):
             self._box = self._geometry()
         except EnvironmentError_:
             return False  # it closed meanwhile: the next step reports it
-        self._put_backs += on_screen(self._box, screen)  # a manager may refuse the move
+        back = on_screen(self._box, screen)  # a manager may refuse the move
+        self._put_backs += back
+        self._events.append(
+            f"an input moved the target to ({box[0]}, {box[1]}), partly off the screen: "
+            + (
+                f"put back at ({placed[0]}, {placed[1]})"
+                if back
+                else "the window manager refused to put it back"
+            )
+        )
         return True
 
     def ground_truth(self) -> GroundTruth:
@@ -487,6 +505,10 @@ class DesktopEnv(Env):
                 f"desktop: a {w}x{h} window of the target's own program lay over it (a full "
                 "screen); while it did, the agent saw and acted on that window"
             )
+        return out
+
+    def events(self) -> list[str]:
+        out, self._events = self._events, []
         return out
 
     def _info(self) -> dict[str, Any]:

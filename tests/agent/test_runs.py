@@ -73,6 +73,36 @@ def test_a_window_resized_mid_run_does_not_end_the_run(cfg, tmp_path) -> None:
     assert 1.0 in changes  # the execution across the resize changed the whole screen
 
 
+class EventfulEnv(ToyEnv):
+    """The toy, saying what it did on its own at its 3rd action (a window put back)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._events: list[str] = []
+
+    def step(self, action):
+        out = super().step(action)
+        if self.steps == 3:
+            self._events.append("put the target back")
+        return out
+
+    def events(self) -> list[str]:
+        out, self._events = self._events, []
+        return out
+
+
+def test_what_the_environment_did_on_its_own_is_in_that_steps_line(cfg, tmp_path) -> None:
+    s = _run(cfg, tmp_path / "m", EventfulEnv(), 6)
+    _, steps, _ = read_log(s.log_path)
+    marked = [r for r in steps if "env_events" in r]
+    assert len(marked) == 1 and marked[0]["env_events"] == ["put the target back"]
+    acted = 0
+    for r in steps:  # the step whose actions include the 3rd one
+        if acted < 3 <= acted + r["actions"]:
+            assert r is marked[0]
+        acted += r["actions"]
+
+
 def test_record_saves_the_screen_after_every_step(cfg, tmp_path) -> None:
     cfg.run.record = str(tmp_path / "shots")
     s = _run(cfg, tmp_path / "m", ToyEnv(), 4)

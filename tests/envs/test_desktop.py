@@ -143,9 +143,15 @@ def test_a_drag_that_moves_the_target_partly_off_the_screen_is_undone(app) -> No
     assert env.target_box == box
     assert obs.shape == (300, 400, 3) and obs[:, :60].any(axis=2).mean() > 0.9
     assert any("put back" in n for n in env.notes())
+    # the step log says at which step: the env's events, drained by the runner
+    assert env.events() == [
+        "an input moved the target to (-80, 120), partly off the screen: put back at (100, 120)"
+    ]
+    assert env.events() == []
     env.step(Action("drag", x=200, y=270, x2=300, y2=270))  # 100 px right: stays whole
     assert _wait(lambda: env.observe() is not None and env.target_box[0] == 200, 3)
     assert env.target_box[1:] == box[1:]
+    assert env.events() == []
 
 
 def test_a_capture_refused_past_a_screen_that_just_shrank_is_taken_again(
@@ -233,6 +239,7 @@ def test_a_full_screen_window_of_the_target_program_becomes_the_target(app) -> N
     assert _wait(lambda: env.observe().shape == (box[3], box[2], 3), 5)
     assert env.target_box == box
     assert any("full screen" in n for n in env.notes())
+    assert any(f"a {sw}x{sh} window" in e for e in env.events())
     env.step(Action("click", x=80, y=50))
     assert _wait(lambda: _counts(counts)["A"] == 1, 3)
 
