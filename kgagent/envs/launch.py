@@ -178,6 +178,35 @@ def child_environ(env: dict[str, str] | None = None) -> dict[str, str]:
     return out
 
 
+#: Each toolkit's own switch to draw on the X display it is given, and the session type
+#: some of them read to choose (GTK, Qt, SDL 1.2/2 and 3, Firefox, Electron). In a
+#: Wayland session (GNOME's and KDE's default) a program started with the session's
+#: environment opens its window on the Wayland desktop, even when told an X display: the
+#: agent, which sees and drives X windows only, would wait for a window that never comes,
+#: and the program would be on the user's screen instead of the private one.
+X11_TOOLKITS: dict[str, str] = {
+    "GDK_BACKEND": "x11",
+    "QT_QPA_PLATFORM": "xcb",
+    "SDL_VIDEODRIVER": "x11",
+    "SDL_VIDEO_DRIVER": "x11",
+    "MOZ_ENABLE_WAYLAND": "0",
+    "ELECTRON_OZONE_PLATFORM_HINT": "x11",
+    "XDG_SESSION_TYPE": "x11",
+}
+
+
+def on_x_display(display: str, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a program started on X display ``display``: ``env`` (default:
+    this process's) with ``DISPLAY`` set, the toolkits told to use it
+    (:data:`X11_TOOLKITS`, over any value of the user's: one naming another backend, or
+    an off-screen one, hides the window from the agent), and without ``WAYLAND_DISPLAY``
+    (a program that speaks only Wayland then says so at start-up, which the agent quotes)."""
+    out = dict(os.environ if env is None else env)
+    out.pop("WAYLAND_DISPLAY", None)
+    out.update(X11_TOOLKITS, DISPLAY=display)
+    return out
+
+
 def _spawn(argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
     if shutil.which(argv[0]) is None:
         raise _not_found(argv)
@@ -302,7 +331,7 @@ class Program:
                 f"--- kgagent: start {self.starts} of {self.command} on {self.display} at {stamp}\n".encode()
             )
             log.flush()
-            env = dict(os.environ, DISPLAY=self.display)
+            env = on_x_display(self.display)
             self.proc = _spawn(self.argv, stdout=log, stderr=subprocess.STDOUT, env=env)
 
     @property

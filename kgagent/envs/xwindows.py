@@ -17,12 +17,20 @@ nothing here reads or changes the process's ``DISPLAY``.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kgagent.errors import EnvironmentError_
+
+
+def wayland_session(env: dict[str, str] | None = None) -> bool:
+    """Whether this process runs in a Wayland session (it has a Wayland display)."""
+    e = os.environ if env is None else env
+    return bool(e.get("WAYLAND_DISPLAY")) or e.get("XDG_SESSION_TYPE") == "wayland"
+
 
 Box = tuple[int, int, int, int]
 
@@ -162,9 +170,16 @@ class XWindows:
         wins = list(reversed(self.windows()))
         shown = "; ".join(w.describe() for w in wins[:limit]) if wins else "none"
         more = f" (+{len(wins) - limit} more)" if len(wins) > limit else ""
+        hint = (
+            "; this is a Wayland session, where only programs on X11 (XWayland) have X "
+            "windows: start it with GDK_BACKEND=x11, QT_QPA_PLATFORM=xcb or "
+            "SDL_VIDEODRIVER=x11, or let kgagent start it (desktop.launch)"
+            if wayland_session()
+            else ""
+        )
         return EnvironmentError_(
             f"no visible window matches {query!r} (by title, class or pid:N) on "
-            f"{self.display}; visible windows: {shown}{more}"
+            f"{self.display}; visible windows: {shown}{more}{hint}"
         )
 
     # ------------------------------------------------------------ one window

@@ -408,6 +408,45 @@ def test_a_started_program_does_not_get_what_opencv_set_for_itself(
     assert "LD_LIBRARY_PATH=" not in out.read_text()
 
 
+def test_a_started_program_draws_on_the_x_display_even_in_a_wayland_session(
+    xvfb: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Wayland session's environment would send a toolkit to the Wayland desktop (or,
+    set off-screen, nowhere); a started program is told to use the X display it gets."""
+    from kgagent.envs.desktop import DesktopEnv
+    from kgagent.envs.launch import X11_TOOLKITS, Program
+
+    monkeypatch.setenv("WAYLAND_DISPLAY", f"wayland-kg-{tmp_path.name}")  # no such socket
+    monkeypatch.setenv("XDG_SESSION_TYPE", "wayland")
+    monkeypatch.setenv("SDL_VIDEODRIVER", "wayland")
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    out = tmp_path / "env.txt"
+    p = Program(["sh", "-c", f"env > {out}"], ":7", tmp_path / "p.log")
+    p.start()
+    assert p.wait_exit(10) == 0
+    got = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    assert "WAYLAND_DISPLAY" not in got and got["DISPLAY"] == ":7"
+    assert {k: got.get(k) for k in X11_TOOLKITS} == X11_TOOLKITS
+    # an SDL game told "wayland" by the session opens its window where the agent looks
+    title = f"kg-wl-{tmp_path.name}"
+    env = DesktopEnv(FAST, options=_opts(_sdl(title), tmp_path / "game.log"))
+    try:
+        assert env.size == (320, 240) and env.program.running
+    finally:
+        env.close()
+
+
+def test_a_window_not_found_in_a_wayland_session_says_how_to_get_an_x_window(
+    sdl_window, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-0")
+    with pytest.raises(EnvironmentError_, match="Wayland session.*GDK_BACKEND=x11") as e:
+        DesktopEnv(DesktopConfig(window="no-such-window-zz9"))
+    assert sdl_window[1] in str(e.value)  # still lists what there is
+
+
 def test_a_program_off_the_path_is_pointed_to(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
