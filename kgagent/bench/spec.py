@@ -266,7 +266,8 @@ def parse_grid(
         description=str(data.get("description", "")),
     )
     for exp in experiments:
-        exp.cells = _cells(exp, grid, dict(base or {}), list(overrides or []), where)
+        at = f"{where}, experiment {exp.name!r}"
+        exp.cells = _cells(exp, grid, dict(base or {}), list(overrides or []), at)
     return grid
 
 
