@@ -11,6 +11,7 @@ Two layers, one vocabulary:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,3 +132,28 @@ class Operation:
         if self.kind == "type":
             return f"type {self.text!r}"
         return f"{self.kind} {target}".strip()
+
+
+#: Keys that enter a character other than their name, and keys that erase one.
+_ENTERED = {"space": " "}
+_ERASING = frozenset({"backspace", "delete"})
+
+
+def typing(operations: Sequence[Operation]) -> tuple[str, int] | None:
+    """``(text entered, characters erased)`` by the text entry that ends a skill: its
+    trailing presses of one-character keys (``space`` too), typed strings, or erasing
+    keys. ``None`` when the skill does not end so, or when its end both enters and
+    erases (the text it leaves is not known)."""
+    text, erased = "", 0
+    for op in reversed(operations):
+        if op.kind == "type" and op.text:
+            text = op.text + text
+        elif op.kind == "key" and op.key and (len(op.key) == 1 or op.key in _ENTERED):
+            text = _ENTERED.get(op.key, op.key) + text
+        elif op.kind == "key" and op.key in _ERASING:
+            erased += 1
+        else:
+            break
+    if bool(text) == bool(erased):
+        return None
+    return text, erased

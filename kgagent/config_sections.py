@@ -177,6 +177,12 @@ class PerceptionConfig:
         "experimental: a label the segmenter cut at a word gap is read as its whole line; off:"
         " exact labels rose, but civ turns fell (docs/perception.md 'Labels cut at a word gap')",
     )
+    field_echo: bool = param(
+        True,
+        "ours",
+        "typing that only shows up in a text field is no reaction of the program: neither an "
+        "input's answer nor progress (zenity forms, xboard; docs/agent.md 'Text fields')",
+    )
 
 
 @dataclass

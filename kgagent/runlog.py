@@ -59,6 +59,7 @@ class ExecutionRecord:
     change: float = 0.0
     new_state: bool = False
     new_screen: bool = False  # the after-screen was a configuration new in this episode
+    echo: bool = False  # all its typing did was show up in a text field (no reaction)
     r_progress: float = 0.0
     r_semantic: float = 0.0
     r_state: float = 0.0

@@ -426,9 +426,15 @@ def augment(
             if inputs is not None:
                 inputs.record_end(op)
             break
+        answered = ex.change >= cfg.augment.min_change
+        if answered and observer.echoes(ex.before, ex.after, [op]):
+            # Only a text field showed what was typed: no answer of the program's, and
+            # nothing to keep (the text stays in the field for what is tried next).
+            answered = False
+            tried_log[-1] = (f"{tried_log[-1][0]} (a field's echo)", ex.change)
         if inputs is not None:
-            inputs.record(op, ex.change >= cfg.augment.min_change)
-        if ex.change >= cfg.augment.min_change:
+            inputs.record(op, answered)
+        if answered:
             # Stop at the first recognisable effect. (A new state implies a change
             # far above min_change, so Δ alone decides.)
             if (
@@ -461,7 +467,7 @@ def augment(
                 tried=tried_log,
                 actions=actions,
             )
-        # Δ below the floor: the operation changed nothing and is not kept.
+        # Δ below the floor, or a field's echo: the program did nothing; nothing is kept.
     return AugmentResult(
         found=False,
         operations=[],

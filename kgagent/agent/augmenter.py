@@ -147,6 +147,7 @@ class Augmenter:
             new_in_episode=hit_j.id not in self.episode.visited,
             new_in_graph=hit_j.created,
             new_screen_in_episode=self.observer.last_screen_new,
+            echo=self.observer.echoes(res.execution.before, res.execution.after, res.operations),
         )
         text = None if dup is not None else self.brain.describe_skill(res.operations, tr)
         if text is None:

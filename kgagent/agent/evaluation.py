@@ -167,12 +167,16 @@ class Evaluator:
             new_in_episode=hit_j.id not in self.episode.visited,
             new_in_graph=hit_j.created,
             new_screen_in_episode=self.observer.last_screen_new,
+            echo=self.observer.echoes(ex.before, ex.after, skill.operations),
         )
         out.new_screen = tr.new_screen_in_episode
+        out.echo = tr.echo
         self.episode.visited.add(hit_j.id)
         judgement: Judgement | None = self.brain.evaluate(self.history.view(skill), tr)
         self.episode.mark_stale(state_id, skill.id, judgement, step)
         terms = self.rewards(judgement, state_id, hit_j)  # Eq. 9-11
+        if tr.echo:  # only a text field showed what was typed: the program did nothing
+            terms = RewardTerms(0.0, 0.0, 0.0, 0.0)
         out.r_progress, out.r_semantic = terms.progress, terms.semantic
         out.r_state, out.r_novel, out.r_total = terms.state, terms.novel, terms.total
         out.evaluated = True

@@ -21,15 +21,18 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
 
+from kgagent.actions import KEY_KINDS, Operation, typing
 from kgagent.brain.base import View
 from kgagent.config import Config
 from kgagent.errors import KGAgentError
 from kgagent.perception.base import Segment, Segmenter, StateEncoder
 from kgagent.perception.change import to_gray, visual_change
+from kgagent.perception.echo import Fields, echo
 from kgagent.perception.grounding import TextGround
 from kgagent.perception.reader import LineCache, NoReader, TextReader, make_reader
 from kgagent.records import StateHit, UIObject, control_key, label_key, names_control
@@ -110,6 +113,8 @@ class Observer:
         )
         self.reads = not isinstance(self.reader, NoReader)
         self._lines = LineCache(cfg.perception.reader_cache)  # whole lines of cut labels
+        self.fields = Fields()  # text fields found by their echo (kgagent.perception.echo)
+        self._echo: tuple[Any, bool] = (None, False)  # the last answer: (its question, it)
         #: the brain's roles that are shown the screen's text (``Brain.label_roles``)
         self.brain_roles: frozenset[str] = frozenset()
         #: seconds spent reading (recognition, and segmenting screens only to read them)
@@ -358,6 +363,37 @@ class Observer:
         uses text in that role (``Brain.label_roles``) and the agent reads."""
         text = tuple(self.labels(image)) if self.reads and role in self.brain_roles else ()
         return View(image, feature, state_id, text)
+
+    def echoes(
+        self, before: np.ndarray, after: np.ndarray, operations: Sequence[Operation]
+    ) -> bool:
+        """Whether the keys that end ``operations`` only changed a text field from
+        ``before`` to ``after`` (:func:`kgagent.perception.echo.echo`); always ``False``
+        for a skill that ends with the pointer, with ``perception.field_echo`` off or
+        without a reader. The last answer is kept: augmentation and evaluation ask about
+        the same screens."""
+        if not operations or operations[-1].kind not in KEY_KINDS:
+            return False
+        if not (self.reads and self.cfg.perception.field_echo):
+            return False
+        entry = typing(operations)
+        asked, known = self._echo
+        ops = tuple(operations)
+        if asked is not None and asked[0] is before and asked[1] is after and asked[2] == ops:
+            return known
+        t0 = time.perf_counter()
+        found = echo(
+            before,
+            after,
+            entry,
+            self.fields,
+            threshold=self.cfg.perception.change_threshold,
+            around=self._lines.around,
+            read=lambda crops: [r.text for r in self.reader.read(list(crops))],
+        )
+        self.reading_s += time.perf_counter() - t0
+        self._echo = ((before, after, ops), found)
+        return found
 
     def labels(self, image: np.ndarray, limit: int = 24) -> list[str]:
         """The distinct labels on ``image``, top to bottom, left to right (at most ``limit``):

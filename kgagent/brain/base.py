@@ -44,6 +44,9 @@ class Transition:
     #: the after-screenshot is a configuration not seen before in this episode, even if
     #: it merged into a known state node (e.g. only numbers changed); see docs/agent.md
     new_screen_in_episode: bool = False
+    #: all the skill's typing did was show up in a text field (``Observer.echoes``;
+    #: kgagent.perception.echo): no reaction of the program
+    echo: bool = False
 
 
 @dataclass

@@ -202,13 +202,15 @@ class OfflineBrain(Brain):
         where = self._where(tr)
         appeared, vanished = text_change(tr)
         name = skill_phrase(operations)
-        if appeared and not _shows_text(operations[-1]):
+        if appeared and not tr.echo and not _shows_text(operations[-1]):
             name = f'{name} -> "{clip(appeared[0], 40)}"'
         description = (
             f"{ops}: changes {tr.change:.1%} of the screen and leads to the {where} "
             f"(state {tr.after.state_id})."
         )
-        if appeared:
+        if tr.echo:
+            description += " Only a text field shows what was typed."
+        elif appeared:
             description += f" Shows {_quoted(appeared)}."
         if vanished:
             description += f" Hides {_quoted(vanished)}."
@@ -229,6 +231,9 @@ class OfflineBrain(Brain):
         if read is not None and self.cfg.offline_text_progress:
             progressive = progressive and read
             reason += f" text_changed={read}"
+        if tr.echo:  # the program did nothing yet: a field shows what was typed
+            progressive = False
+            reason += " echo"
         return Judgement(bool(consistent), progressive, reason)
 
     def choose_cluster(self, view: View, clusters: list[ClusterView]) -> str | None:

@@ -17,8 +17,9 @@ failed ``describe_skill`` therefore never means "meaningless", and a failed
 offline until the cool-down ends and a probe succeeds.
 
 No paid call where the answer is known: an execution that changed nothing
-(Δ at most ``offline_min_change``, same state, nothing new) gets the offline
-answer without a request (``Usage.offline_calls``).
+(Δ at most ``offline_min_change``, same state, nothing new), or only a text field's
+echo of its keys (``Transition.echo``), gets the offline answer without a request
+(``Usage.offline_calls``).
 
 Prompts are bounded (:mod:`kgagent.brain.relevance`): ``choose_cluster`` and
 ``cluster_skills`` offer the nearest clusters only, under a character cap, and
@@ -162,7 +163,7 @@ class VLMBrain(Brain):
         )
 
     def evaluate(self, skill: SkillView, tr: Transition) -> Judgement:
-        if not self.offline.changed(tr):
+        if not self.offline.changed(tr) or tr.echo:
             return self._known(lambda: self.offline.evaluate(skill, tr))
         text = prompts.evaluate_text(
             skill.name,
