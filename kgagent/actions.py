@@ -139,7 +139,7 @@ _ENTERED = {"space": " "}
 _ERASING = frozenset({"backspace", "delete"})
 
 
-def typing(operations: Sequence[Operation]) -> tuple[str, int] | None:
+def text_entry(operations: Sequence[Operation]) -> tuple[str, int] | None:
     """``(text entered, characters erased)`` by the text entry that ends a skill: its
     trailing presses of one-character keys (``space`` too), typed strings, or erasing
     keys. ``None`` when the skill does not end so, or when its end both enters and

@@ -26,7 +26,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from kgagent.actions import KEY_KINDS, Operation, typing
+from kgagent.actions import KEY_KINDS, Operation, text_entry
 from kgagent.brain.base import View
 from kgagent.config import Config
 from kgagent.errors import KGAgentError
@@ -376,7 +376,7 @@ class Observer:
             return False
         if not (self.reads and self.cfg.perception.field_echo):
             return False
-        entry = typing(operations)
+        entry = text_entry(operations)
         asked, known = self._echo
         ops = tuple(operations)
         if asked is not None and asked[0] is before and asked[1] is after and asked[2] == ops:

@@ -8,12 +8,13 @@ did nothing yet, the field only showed what was typed. This module tells that ca
 apart from the pixels and the text reader, and knows nothing about any program:
 
 * :func:`typed_line`: where a typing step changed the screen, when that is one line of
-  text: the box of every changed pixel, widened to the whole text line it lies in on
-  either screen (:func:`~kgagent.perception.reader.line_around`), and holding exactly
-  one row of glyphs on both (a menu that opened, a world that moved: not one line);
+  text: the box of every changed pixel with its neighbours, widened to the whole text
+  line it lies in on either screen (:func:`~kgagent.perception.reader.line_around`),
+  and holding one row of glyphs that fills it on each screen that shows text there (a
+  menu that opened, a world that moved: not one line);
 * :func:`entered`: whether the line's reading after is its reading before with the
-  typed characters at its end, with a text reader's slack: a caret read as a sign, a field
-  too narrow that scrolls;
+  typed characters at its end, with a text reader's slack: a caret read as a sign or a
+  thin letter, a field too narrow that scrolls;
 * :class:`Fields`: the lines where an echo was read. Once what was typed into a line
   was read there, later typing that changes only that line is an echo too, whatever
   the reader makes of it (digits, signs and spaces read poorly next to a caret), and
@@ -170,7 +171,7 @@ def echo(
     """Whether a step that ended in keys only changed a text field: one line changed
     (:func:`typed_line`), and it is a field line already (``fields``: then any key
     counts, typing, erasing, moving the caret, selecting), or it typed text that tells
-    (``typing``, :func:`~kgagent.actions.typing`, :func:`telling`; ``None`` when its end
+    (``typing``, :func:`~kgagent.actions.text_entry`, :func:`telling`; ``None`` when its end
     typed nothing) and that is read back at the line's end (:func:`entered`; the line then becomes one of
     ``fields``). ``read``: the text of each crop."""
     line = typed_line(before, after, threshold, around)

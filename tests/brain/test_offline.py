@@ -116,6 +116,19 @@ def test_text_read_on_the_screens_names_what_an_unlabelled_operation_shows(brain
     assert brain.describe_skill([Operation("key", key="e")], tr()).name == "press e"
 
 
+def test_an_echo_is_no_progress_and_its_text_names_nothing(brain):
+    """A text field's echo (Transition.echo): the program did nothing, however new the
+    screen; the typed text that appeared is not what the key "shows"."""
+    t = tr()
+    t.before.labels, t.after.labels = ("Name",), ("Name", "hello")
+    assert brain.evaluate(skill(), t).progressive is True
+    t.echo = True
+    j = brain.evaluate(skill(), t)
+    assert j.progressive is False and j.reason.endswith(" echo")
+    d = brain.describe_skill([Operation("type", text="hello")], t)
+    assert d.name == "type 'hello'" and "Only a text field shows what was typed." in d.description
+
+
 def test_describe_skill_meaningless_when_nothing_changed(brain):
     below = BrainConfig().offline_min_change / 2
     nothing = tr(change=below, new_ep=False, new_graph=False, sa="s1")

@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from kgagent.actions import Operation, typing
+from kgagent.actions import Operation, text_entry
 from kgagent.perception.echo import Fields, echo, entered, typed_line
 from kgagent.perception.reader import line_around
 
@@ -57,15 +57,15 @@ def test_typed_letters_read_back_at_the_end_of_the_line(before, after, typed, ec
     assert entered(after, before, typed) is echo_
 
 
-def test_typing_is_what_ends_a_skill_in_text_entry() -> None:
+def test_text_entry_is_what_ends_a_skill_in_text_entry() -> None:
     key = lambda k: Operation("key", key=k)  # noqa: E731
-    assert typing([key("a")]) == ("a", 0)
-    assert typing([Operation("click", point=(1, 2)), key("a"), key("space")]) == ("a ", 0)
-    assert typing([Operation("type", text="hi"), key("b")]) == ("hib", 0)
-    assert typing([key("backspace"), key("delete")]) == ("", 2)
-    assert typing([key("a"), key("backspace")]) is None  # enters and erases
-    assert typing([key("enter")]) is None and typing([key("a"), key("f1")]) is None
-    assert typing([Operation("hotkey", key="ctrl+v")]) is None
+    assert text_entry([key("a")]) == ("a", 0)
+    assert text_entry([Operation("click", point=(1, 2)), key("a"), key("space")]) == ("a ", 0)
+    assert text_entry([Operation("type", text="hi"), key("b")]) == ("hib", 0)
+    assert text_entry([key("backspace"), key("delete")]) == ("", 2)
+    assert text_entry([key("a"), key("backspace")]) is None  # enters and erases
+    assert text_entry([key("enter")]) is None and text_entry([key("a"), key("f1")]) is None
+    assert text_entry([Operation("hotkey", key="ctrl+v")]) is None
 
 
 def test_the_one_line_that_changed_is_found_and_nothing_else_is_one_line() -> None:
