@@ -48,11 +48,15 @@ def typed_line(
     after: np.ndarray,
     threshold: int,
     around: Callable[[np.ndarray, Box], Box | None],
+    worth: Callable[[Box], bool] | None = None,
 ) -> Box | None:
     """The one text line where ``after`` differs from ``before`` (see the module
     docstring); ``None`` when nothing changed, the screens differ in size, or the change
     is not one line of text. ``threshold``: the grey-level difference that is a change;
-    ``around``: :func:`~kgagent.perception.reader.line_around` (or a cache of it)."""
+    ``around``: :func:`~kgagent.perception.reader.line_around` (or a cache of it);
+    ``worth``: asked with the changed box and its neighbours before the line is followed
+    (following a line through a picture that passes for text costs tens of ms): ``False``
+    ends the search."""
     if before.shape != after.shape:
         return None
     mask = cv2.absdiff(to_gray(before), to_gray(after)) > threshold
@@ -69,6 +73,10 @@ def typed_line(
     wx0, wx1 = max(0, x0 - pad), min(after.shape[1], x0 + box[2] + pad)
     wy0, wy1 = max(0, y0 - up), min(after.shape[0], y0 + box[3] + up)
     wide = (wx0, wy0, wx1 - wx0, wy1 - wy0)
+    if not any(text_lines(img[wy0:wy1, wx0:wx1], 1) for img in (before, after)):
+        return None  # no text where it changed: no line to follow (and following costs)
+    if worth is not None and not worth(wide):
+        return None
     lines = [around(img, wide) or wide for img in (before, after)]
     left, top = min(b[0] for b in lines), min(b[1] for b in lines)
     right = max(b[0] + b[2] for b in lines)
@@ -171,15 +179,32 @@ def echo(
     """Whether a step that ended in keys only changed a text field: one line changed
     (:func:`typed_line`), and it is a field line already (``fields``: then any key
     counts, typing, erasing, moving the caret, selecting), or it typed text that tells
-    (``typing``, :func:`~kgagent.actions.text_entry`, :func:`telling`; ``None`` when its end
-    typed nothing) and that is read back at the line's end (:func:`entered`; the line then becomes one of
-    ``fields``). ``read``: the text of each crop."""
-    line = typed_line(before, after, threshold, around)
+    (``typing``, :func:`~kgagent.actions.text_entry`, :func:`telling`; ``None`` when its
+    end typed nothing) and that is read back at the line's end (:func:`entered`; the line
+    then becomes one of ``fields``). ``read``: the text of each crop.
+
+    Before a line is followed, the changed place must touch a field, or its reading with
+    its neighbours must end with the typed text (the line's end is where it was typed):
+    a game's pictures that pass for text are not followed."""
+    text = typing[0] if typing is not None else ""
+    if not fields.boxes and not telling(text):
+        return False
+    t = _alnum(text)
+
+    def worth(near: Box) -> bool:
+        if fields.at(near):
+            return True
+        if not telling(text):
+            return False
+        x, y, w, h = near
+        (now,) = read([after[y : y + h, x : x + w]])
+        return any(a.endswith(t) for a in _uncareted(_alnum(now)))
+
+    line = typed_line(before, after, threshold, around, worth)
     if line is None:
         return False
     if fields.at(line):
         return True
-    text = typing[0] if typing is not None else ""
     if not telling(text):
         return False
     x, y, w, h = line
