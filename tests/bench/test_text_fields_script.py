@@ -59,7 +59,9 @@ def test_memories_of_two_arms_are_paired_by_seed(tmp_path: Path, capsys) -> None
         typed = [KEY] * (seed - 1) + [CLICK] * (5 - seed)
         _memory(tmp_path / f"new-{seed}", typed, echoes=seed, episodes=2, alive=True)
     mod = _script()
-    assert mod.main(["--memories", str(tmp_path / "old"), str(tmp_path / "new"), "--seeds", "3"]) == 0
+    assert (
+        mod.main(["--memories", str(tmp_path / "old"), str(tmp_path / "new"), "--seeds", "3"]) == 0
+    )
     out = capsys.readouterr().out
     assert "typed   without 1.00 ± 0.00  with 0.25 ± 0.14  diff -0.75 ± 0.14" in out
     assert "(0 up, 0 even, 3 down)" in out
