@@ -51,7 +51,7 @@ from kgagent.envs.points import on_screen, point_refusal
 from kgagent.envs.settle import Settler
 from kgagent.envs.xcapture import OffScreen, XCapture
 from kgagent.envs.xinput import PyAutoGUIInput
-from kgagent.envs.xwindows import Window, XWindows, match
+from kgagent.envs.xwindows import Window, XWindows, owned
 from kgagent.errors import ActionRefused, ConfigError, EnvironmentError_
 
 Box = tuple[int, int, int, int]
@@ -248,7 +248,7 @@ class DesktopEnv(Env):
         while (box := x.box(self._wid)) is None:
             if not prog.running or time.monotonic() >= deadline:
                 return self._geometry()  # raises: closed or hidden
-            own = self._own(list(reversed(x.windows())))
+            own = owned(list(reversed(x.windows())), prog.owns)
             if own and own[0].wid != self._wid:
                 self._bind(own[0])  # the program replaced its first window
             time.sleep(0.05)
@@ -266,31 +266,13 @@ class DesktopEnv(Env):
                 + (f" (its last words: {last[:400]})" if last else "")
             )
 
-    def _own(self, wins: list[Window]) -> list[Window]:
-        """The windows of ``wins`` that the launched program's process group owns."""
+    def _await_window(self, before: set[int], timeout_s: float) -> Window | None:
+        """The launched program's first visible window (``XWindows.await_window``)."""
         prog = self._program
         assert prog is not None
-        return [w for w in wins if w.pid is not None and prog.owns(w.pid)]
-
-    def _await_window(self, before: set[int], timeout_s: float) -> Window | None:
-        """The program's first visible window: one of its process group's, else a new one
-        (a client whose PID X cannot tell); with ``desktop.window``, one that matches it."""
-        prog, x = self._program, self._xw()
-        assert prog is not None
-        deadline = time.monotonic() + timeout_s
-        while True:
-            wins = list(reversed(x.windows()))  # topmost first
-            own = self._own(wins)
-            cands = own or [w for w in wins if w.wid not in before and w.pid is None]
-            if self.config.window:
-                win = match(self.config.window, cands)
-            else:
-                win = cands[0] if cands else None
-            if win is not None:
-                return win
-            if not prog.running or time.monotonic() >= deadline:
-                return None
-            time.sleep(0.05)
+        return self._xw().await_window(
+            prog.owns, lambda: prog.running, self.config.window, before, timeout_s
+        )
 
     def _program_ended(self) -> bool:
         """After the target window vanished: did the program end? (It may instead have

@@ -26,6 +26,11 @@ from typing import Any
 from kgagent.errors import EnvironmentError_
 
 
+def owned(wins: list[Window], owns: Callable[[int], bool]) -> list[Window]:
+    """The windows of ``wins`` whose process ``owns`` claims (a program's group)."""
+    return [w for w in wins if w.pid is not None and owns(w.pid)]
+
+
 def wayland_session(env: dict[str, str] | None = None) -> bool:
     """Whether this process runs in a Wayland session (it has a Wayland display)."""
     e = os.environ if env is None else env
@@ -164,6 +169,29 @@ class XWindows:
     def find(self, query: str) -> Window | None:
         """The topmost visible window that ``query`` names (see :func:`match`)."""
         return match(query, list(reversed(self.windows())))
+
+    def await_window(
+        self,
+        owns: Callable[[int], bool],
+        alive: Callable[[], bool],
+        query: str | None,
+        before: set[int],
+        timeout_s: float,
+    ) -> Window | None:
+        """A started program's first visible window: one of its process group's (``owns``),
+        else a new one (not in ``before``: a client whose PID X cannot tell); with
+        ``query``, one that matches it (:func:`match`). ``None`` once ``alive()`` is false
+        or ``timeout_s`` has passed."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            wins = list(reversed(self.windows()))  # topmost first
+            cands = owned(wins, owns) or [w for w in wins if w.wid not in before and w.pid is None]
+            win = match(query, cands) if query else (cands[0] if cands else None)
+            if win is not None:
+                return win
+            if not alive() or time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
 
     def not_found(self, query: str, limit: int = 8) -> EnvironmentError_:
         """The one-line error for a query that matches nothing: it lists what exists."""
