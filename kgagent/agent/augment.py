@@ -300,6 +300,13 @@ def choose_prefix(
     return options[int(rng.choice(best))]
 
 
+def _echo(observer: Observer, ex: Execution, op: Operation) -> bool:
+    """Whether ``op`` only showed up in a text field (``Observer.echoes``); optional as
+    grounding by text is: an observer that cannot tell (a test double) finds no echo."""
+    echoes = getattr(observer, "echoes", None)
+    return bool(echoes is not None and echoes(ex.before, ex.after, [op]))
+
+
 def augment(
     screen: Screen,
     obs: Observation,
@@ -427,7 +434,7 @@ def augment(
                 inputs.record_end(op)
             break
         answered = ex.change >= cfg.augment.min_change
-        if answered and observer.echoes(ex.before, ex.after, [op]):
+        if answered and _echo(observer, ex, op):
             # Only a text field showed what was typed: no answer of the program's, and
             # nothing to keep (the text stays in the field for what is tried next).
             answered = False
