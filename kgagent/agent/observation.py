@@ -385,7 +385,7 @@ class Observer:
         found = echo(
             before,
             after,
-            entry,
+            entry[0] if entry is not None else "",
             self.fields,
             threshold=self.cfg.perception.change_threshold,
             around=self._lines.around,

@@ -169,7 +169,7 @@ class Fields:
 def echo(
     before: np.ndarray,
     after: np.ndarray,
-    typing: tuple[str, int] | None,
+    typed: str,
     fields: Fields,
     *,
     threshold: int,
@@ -179,14 +179,14 @@ def echo(
     """Whether a step that ended in keys only changed a text field: one line changed
     (:func:`typed_line`), and it is a field line already (``fields``: then any key
     counts, typing, erasing, moving the caret, selecting), or it typed text that tells
-    (``typing``, :func:`~kgagent.actions.text_entry`, :func:`telling`; ``None`` when its
-    end typed nothing) and that is read back at the line's end (:func:`entered`; the line
+    (``typed``, the text of :func:`~kgagent.actions.text_entry`, :func:`telling`; ``""``
+    when its end typed nothing) and that is read back at the line's end (:func:`entered`; the line
     then becomes one of ``fields``). ``read``: the text of each crop.
 
     Before a line is followed, the changed place must touch a field, or its reading with
     its neighbours must end with the typed text (the line's end is where it was typed):
     a game's pictures that pass for text are not followed."""
-    text = typing[0] if typing is not None else ""
+    text = typed
     if not fields.boxes and not telling(text):
         return False
     t = _alnum(text)

@@ -91,25 +91,25 @@ def test_a_field_found_by_its_letters_echoes_what_the_reader_cannot_read() -> No
     kw = dict(threshold=30, around=line_around, read=read)
     # one digit typed first: it tells nothing, and the line is no field yet
     texts: list[str] = []
-    assert not echo(_form("ab"), _form("ab1"), ("1", 0), fields, **kw) and not reads
+    assert not echo(_form("ab"), _form("ab1"), "1", fields, **kw) and not reads
     # the place that changed, read with its neighbours, ends with what was typed: then
     # the whole line is read on both screens
     texts = ["b1c", "ab1", "ab1c"]
-    assert echo(_form("ab1"), _form("ab1c"), ("c", 0), fields, **kw) and reads == [1, 2]
+    assert echo(_form("ab1"), _form("ab1c"), "c", fields, **kw) and reads == [1, 2]
     # now a field: signs, digits and erasing there echo without reading
-    assert echo(_form("ab1c"), _form("ab1c;"), (";", 0), fields, **kw)
-    assert echo(_form("ab1c;"), _form("ab1c"), ("", 1), fields, **kw) and reads == [1, 2]
+    assert echo(_form("ab1c"), _form("ab1c;"), ";", fields, **kw)
+    assert echo(_form("ab1c;"), _form("ab1c"), "", fields, **kw) and reads == [1, 2]
     # a letter whose reading is not the typed one at the end: no echo
     texts = ["Mame"]
     other = Fields()
-    assert not echo(_form("Name"), _form("Mame"), ("m", 0), other, **kw)
+    assert not echo(_form("Name"), _form("Mame"), "m", other, **kw)
     assert not other.boxes and not texts and reads[-1] == 1  # the line was not followed
     # any key whose only effect is in a field line is the field's (the caret moved, a
     # selection): no reading needed
     n = len(reads)
-    assert echo(_form("ab"), _form("abc"), None, fields, **kw)
+    assert echo(_form("ab"), _form("abc"), "", fields, **kw)
     # elsewhere a key that typed nothing, or a change that is no line: no echo, not read
-    assert not echo(_form("ab"), _form("abc"), None, Fields(), **kw)
+    assert not echo(_form("ab"), _form("abc"), "", Fields(), **kw)
     assert len(reads) == n
     texts = ["Name x"]  # a word moved, read where it went: not one line, whatever it reads
-    assert not echo(_form("ab"), _form("ab", moved=90), ("x", 0), Fields(), **kw)
+    assert not echo(_form("ab"), _form("ab", moved=90), "x", Fields(), **kw)
