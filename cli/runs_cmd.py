@@ -32,12 +32,7 @@ def _summary_of(path: Path) -> dict[str, Any]:
         raise ConfigError(f"no step log at {path}")
     if not path.is_file():
         raise ConfigError(f"{path} is not a file; give a step log (.jsonl)")
-    try:
-        header, steps, summary = read_log(path)
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path} is not UTF-8 text; is this a kgagent step log?") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
+    header, steps, summary = read_log(path)
     if summary is not None:
         d = {k: v for k, v in summary.items() if k != "type"}
         d.setdefault("executions_by_path", executions_by_path(steps))  # logs without it
@@ -49,13 +44,31 @@ def _summary_of(path: Path) -> dict[str, Any]:
         env=h.get("env", "?"),
         seed=int(h.get("seed", 0)),
         ablation=h.get("ablation", "?"),
-        stats={},
+        stats=None,  # the graph is counted in the summary line this run never wrote
         truth=truth,
         stopped="incomplete",
         duration_s=float(sum(s.get("duration_s", 0.0) for s in steps)),
     )
     rebuilt.log_path = str(path)
     return rebuilt.to_dict()
+
+
+def _readable(logs: list[Path]) -> list[Path]:
+    """The step logs that read as step logs; a warning on stderr for each other one (the
+    rounds table leaves it out, as ``runs list`` shows it with its error)."""
+    from kgagent.runlog import read_log
+
+    good = []
+    for p in logs:
+        try:
+            read_log(p)
+        except ConfigError as e:
+            click.echo(f"warning: left out of the rounds: {e}", err=True)
+            continue
+        good.append(p)
+    if logs and not good:
+        raise ConfigError(f"no readable step log in {logs[0].parent}")
+    return good
 
 
 def _find_log(log: Path, memory: Path) -> Path:
@@ -80,7 +93,7 @@ def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
     if log is None:
         from kgagent.rounds import TABLE2, compute_rounds, format_rounds, require_logs, rounds_rows
 
-        rounds = compute_rounds(require_logs(memory))
+        rounds = compute_rounds(_readable(require_logs(memory)))
         if fmt == "table":
             click.echo(format_rounds(rounds))
         else:
@@ -101,6 +114,8 @@ def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
 def list_cmd(memory: Path, config: Config, fmt: str) -> None:
     """List the step logs in the memory's runs folder, oldest first."""
     folder = memory / "runs"
+    if not memory.exists():
+        raise ConfigError(f"no memory at {memory}; run `kgagent play --memory {memory}` first")
     if not folder.is_dir():
         raise ConfigError(f"no runs folder at {folder}; run `kgagent play --memory {memory}` first")
     rows = []
@@ -124,7 +139,7 @@ def list_cmd(memory: Path, config: Config, fmt: str) -> None:
                 "cost_usd": round(float(d.get("cost_usd", 0.0)), 4),
             }
         )
-    if not rows:
+    if not rows and fmt == "table":
         click.echo(f"no step logs in {folder}")
         return
     emit(rows, fmt)

@@ -144,14 +144,15 @@ class RunSummary:
     tokens: int
     cost_usd: float
     cost_per_100_steps: float
-    library_size: int
-    skills_augmented: int
-    skills_pruned: int
-    nodes: int
-    skill_edges: int
-    similarity_edges: int
-    objects: int = 0
-    clusters: int = 0
+    # the memory's graph at the end of the run (None: a run killed before its summary)
+    library_size: int | None
+    skills_augmented: int | None  # every skill the memory ever made, all runs
+    skills_pruned: int | None
+    nodes: int | None
+    skill_edges: int | None
+    similarity_edges: int | None
+    objects: int | None = 0
+    clusters: int | None = 0
     paths: dict[str, int] = field(default_factory=dict)  # steps by the path of their last execution
     # per path: [executions, valid transitions, executions that sent no input (an invoked
     # skill whose first operation did not ground; augmentation with nothing to try)]
@@ -185,14 +186,14 @@ class RunSummary:
                 + (f" ({self.estimated_tokens} estimated)" if self.estimated_tokens else ""),
             ),
             ("cost", f"${self.cost_usd:.4f} (${self.cost_per_100_steps:.4f} / 100 steps)"),
-            ("library size", str(self.library_size)),
-            ("skills augmented", str(self.skills_augmented)),
-            ("skills pruned", str(self.skills_pruned)),
-            ("nodes", str(self.nodes)),
-            ("skill edges", str(self.skill_edges)),
-            ("similarity edges", str(self.similarity_edges)),
-            ("objects", str(self.objects)),
-            ("clusters", str(self.clusters)),
+            ("library size", _known(self.library_size)),
+            ("skills augmented", _known(self.skills_augmented, " (in the memory, all runs)")),
+            ("skills pruned", _known(self.skills_pruned, " (in the memory, all runs)")),
+            ("nodes", _known(self.nodes)),
+            ("skill edges", _known(self.skill_edges)),
+            ("similarity edges", _known(self.similarity_edges)),
+            ("objects", _known(self.objects)),
+            ("clusters", _known(self.clusters)),
             ("duration", f"{self.duration_s:.1f} s"),
         ]
         if self.late_changes:
@@ -202,6 +203,11 @@ class RunSummary:
             rows.append(("step log", self.log_path))
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _known(n: int | None, unit: str = "") -> str:
+    """A graph figure of the summary; ``-`` where the run ended before it was counted."""
+    return "-" if n is None else f"{n}{unit}"
 
 
 def _by_path(by_path: dict[str, list[int]]) -> str:
@@ -233,12 +239,18 @@ def summarise(
     env: str,
     seed: int,
     ablation: str,
-    stats: dict[str, int],
+    stats: dict[str, int] | None,
     truth: dict[str, Any],
     stopped: str,
     duration_s: float,
 ) -> RunSummary:
-    """Build a summary from step-log dicts (shared by the runner and `kgagent runs show`)."""
+    """Build a summary from step-log dicts (shared by the runner and `kgagent runs show`).
+    ``stats``: the memory's graph at the end (``GraphStats``); None when not known (a run
+    killed before its summary line): its figures are then None."""
+
+    def graph(name: str) -> int | None:
+        return None if stats is None else int(stats.get(name, 0))
+
     executions = [e for r in records for e in r.get("executions", [])]
     n_exec = len(executions)
     valid = sum(1 for e in executions if e.get("valid_transition"))
@@ -260,14 +272,14 @@ def summarise(
         estimated_tokens=int(sum(r.get("estimated_tokens", 0) for r in records)),
         cost_usd=cost,
         cost_per_100_steps=100.0 * cost / steps if steps else 0.0,
-        library_size=int(stats.get("library_size", 0)),
-        skills_augmented=int(stats.get("skills_augmented", 0)),
-        skills_pruned=int(stats.get("skills_pruned", 0)),
-        nodes=int(stats.get("nodes", 0)),
-        skill_edges=int(stats.get("skill_edges", 0)),
-        similarity_edges=int(stats.get("similarity_edges", 0)),
-        objects=int(stats.get("objects", 0)),
-        clusters=int(stats.get("clusters", 0)),
+        library_size=graph("library_size"),
+        skills_augmented=graph("skills_augmented"),
+        skills_pruned=graph("skills_pruned"),
+        nodes=graph("nodes"),
+        skill_edges=graph("skill_edges"),
+        similarity_edges=graph("similarity_edges"),
+        objects=graph("objects"),
+        clusters=graph("clusters"),
         paths=dict(Counter(r.get("path", "idle") for r in records)),
         executions_by_path=executions_by_path(records),
         late_changes=sum(int(r.get("late_changes", 0)) for r in records),
@@ -281,9 +293,13 @@ def read_log(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, An
     header, steps, summary = None, [], None
     p = Path(path)
     try:
-        lines = p.read_text().splitlines()
+        lines = p.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise ConfigError(f"no step log at {p}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p} is not UTF-8 text; is this a kgagent step log?") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read the step log {p}: {e.strerror or e}") from None
     for i, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
@@ -293,6 +309,8 @@ def read_log(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, An
             if i == len(lines):  # a run killed mid-write: ignore the torn last line
                 break
             raise ConfigError(f"{p}:{i} is not JSON; is this a kgagent step log?") from None
+        if not isinstance(d, dict):
+            raise ConfigError(f"{p}:{i} is not a JSON object; is this a kgagent step log?")
         t = d.get("type")
         if t == "run":
             header = d

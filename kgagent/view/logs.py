@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kgagent.errors import KGAgentError
+from kgagent.memory.lock import writer_holder
 from kgagent.rounds import Round, compute_rounds, library_before, memory_logs, step_series
 
 
@@ -33,9 +34,14 @@ class Log:
         return self.path.name
 
     @property
-    def live(self) -> bool:
-        """No summary line yet: the run is going on (or was killed)."""
+    def unfinished(self) -> bool:
+        """No summary line: the run is going on, or was killed (:meth:`RunLogs.live`)."""
         return self.summary is None
+
+    @property
+    def status(self) -> str:
+        """How the run ended (its summary's ``stopped``), or ``incomplete`` without one."""
+        return str(self.summary.get("stopped", "done")) if self.summary else "incomplete"
 
     def recording(self, step: int) -> Path | None:
         """The screenshot ``kgagent play --record`` saved after ``step``, if it is there.
@@ -79,6 +85,17 @@ class RunLogs:
             return None
         index %= len(paths)
         return self._parse(index, paths[index])
+
+    def live(self, log: Log) -> bool:
+        """Whether ``log`` belongs to a run going on now: it has no summary line, it is
+        the newest log, and a process holds the memory's writer lock. A run killed before
+        its summary leaves a log like a live one's; the lock goes with its process."""
+        if not log.unfinished:
+            return False
+        paths = self.paths()
+        if not paths or paths[-1] != log.path:
+            return False
+        return writer_holder(self.memory) is not None
 
     def all(self) -> list[Log]:
         return [self._parse(i, p) for i, p in enumerate(self.paths())]

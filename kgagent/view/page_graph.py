@@ -59,7 +59,8 @@ def _run_options(ctx: Any) -> list[dict[str, str]]:
         label = (
             f"R{log.index} · {h.get('env', '?')} seed {h.get('seed', '?')} · {len(log.steps)} steps"
         )
-        opts.append({"label": label + (" (live)" if log.live else ""), "value": str(log.index)})
+        note = " (live)" if ctx.logs.live(log) else " (incomplete)" if log.unfinished else ""
+        opts.append({"label": label + note, "value": str(log.index)})
     return opts
 
 

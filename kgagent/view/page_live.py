@@ -16,7 +16,7 @@ FOLLOW = "follow"
 def _log_options(ctx: Any) -> list[dict[str, str]]:
     opts = [{"label": "newest run (follow)", "value": FOLLOW}]
     for log in reversed(ctx.logs.all()):
-        state = "live" if log.live else log.summary.get("stopped", "done")
+        state = "live" if ctx.logs.live(log) else log.status
         opts.append(
             {
                 "label": f"R{log.index} · {log.name} · {len(log.steps)} steps ({state})",
@@ -100,7 +100,7 @@ def _badge(path: str) -> html.Span:
     )
 
 
-def _info(log: Any, rec: dict[str, Any]) -> list[Any]:
+def _info(log: Any, rec: dict[str, Any], live: bool) -> list[Any]:
     execs = rec.get("executions") or []
     trail: list[Any] = []
     for i, e in enumerate(execs):
@@ -124,7 +124,13 @@ def _info(log: Any, rec: dict[str, Any]) -> list[Any]:
         )
         for e in execs
     ]
-    status = "running" if log.live else f"finished ({log.summary.get('stopped', 'done')})"
+    status = (
+        "running"
+        if live
+        else "incomplete (no summary line: the run was killed)"
+        if log.unfinished
+        else f"finished ({log.status})"
+    )
     truth = rec.get("truth") or {}
     return [
         html.Div(
@@ -200,7 +206,8 @@ def register(app: Any, ctx: Any) -> None:
                 "#",
                 None,
             )
-        mark = [log.name, len(log.steps), window]
+        live = ctx.logs.live(log)
+        mark = [log.name, len(log.steps), window, live]
         if dctx.triggered_id == "v-tick" and last == mark:
             raise PreventUpdate
         if not log.steps:
@@ -221,7 +228,7 @@ def register(app: Any, ctx: Any) -> None:
         return (
             f"/frame/{log.index}/{step}.png",
             caption,
-            _info(log, rec),
+            _info(log, rec, live),
             _rewards(rec),
             figures.live_figure(series, int(window) or None),
             f"/download/live-{log.index}.csv",

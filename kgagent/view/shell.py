@@ -143,7 +143,7 @@ def register(app: Any, ctx: Any) -> None:
             html.Span([html.B(f"{v:,}"), f" {k}"], id=f"chip-{k.replace(' ', '-')}")
             for k, v in items
         ]
-        if newest is not None and newest.live and newest.steps:
+        if newest is not None and newest.steps and ctx.logs.live(newest):
             out.append(html.Span("● run in progress", style={"color": "#D55E00"}))
         banner = (
             html.Div(

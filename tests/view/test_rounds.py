@@ -125,6 +125,13 @@ def test_log_order_and_bad_logs(tmp_path: Path) -> None:
     (tmp_path / "junk.jsonl").write_text("not json\n{}\n")
     with pytest.raises(ConfigError, match="not JSON"):
         compute_rounds([tmp_path / "junk.jsonl"])
+    # valid JSON that is no object, and bytes that are no text: one line, as any bad log
+    (tmp_path / "list.jsonl").write_text('{"type": "run"}\n[1, 2, 3]\n')
+    with pytest.raises(ConfigError, match="list.jsonl:2 is not a JSON object"):
+        compute_rounds([tmp_path / "list.jsonl"])
+    (tmp_path / "bytes.jsonl").write_bytes(b'{"type": "run"}\n\xff\n')
+    with pytest.raises(ConfigError, match="bytes.jsonl is not UTF-8 text"):
+        compute_rounds([tmp_path / "bytes.jsonl"])
     assert memory_rounds(tmp_path / "nowhere") == []
     assert format_rounds([]) == "no rounds (no step logs)"
 
@@ -152,3 +159,25 @@ def test_rounds_of_real_plays_match_what_the_runs_did(played: Path) -> None:
         assert r.skills_augmented == s["skills_augmented"] - before  # per round from the steps
         assert r.nodes == s["nodes"] and r.library_size == s["library_size"]
         assert r.mismatch == []
+
+
+def test_a_log_is_live_only_while_its_run_holds_the_memory(tmp_path: Path) -> None:
+    from kgagent.memory.lock import lock_memory
+    from kgagent.view.logs import RunLogs
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    older = _log(runs / "20261124-010000-cardgame-1.jsonl", [{}], None)
+    os.utime(older, ns=(1, 1_000_000_000))
+    _log(runs / "20261124-020000-cardgame-2.jsonl", [{}, {}], None)
+    logs = RunLogs(tmp_path)
+    first, newest = logs.all()
+    # no summary line and no process writing the memory: a run that was killed
+    assert newest.unfinished and newest.status == "incomplete" and not logs.live(newest)
+    held = lock_memory(tmp_path)
+    try:
+        assert logs.live(newest)
+        assert not logs.live(first)  # only the newest log can be the run going on
+    finally:
+        held.release()
+    assert not logs.live(newest)
