@@ -22,7 +22,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     type=click.IntRange(0, 65535),
     default=8050,
     show_default=True,
-    help="TCP port to listen on.",
+    help="TCP port to listen on (0: any free port; the URL printed says which).",
 )
 @click.option(
     "--host",
@@ -46,19 +46,26 @@ def view_cmd(memory: Path, config: Config, port: int, host: str, refresh_s: floa
     (LadybugDB engine) and never writes to it.
     """
     try:
-        from kgagent.view.app import create_app
+        from kgagent.view.app import create_app, listen
     except ImportError as e:
         raise ConfigError(
             f"kgagent view needs Dash ({e.name or e} is missing): pip install dash dash-cytoscape"
         ) from None
     app = create_app(memory, config, refresh_s=refresh_s)
+    server = listen(app, host, port)
     if host not in LOOPBACK:
         click.echo(
             f"warning: serving on {host}: anyone who can reach this address can read the memory",
             err=True,
         )
-    click.echo(f"kgagent view of {memory} on http://{_url_host(host)}:{port}/ (Ctrl-C stops)")
-    app.run(host=host, port=port, debug=False, dev_tools_ui=False, dev_tools_props_check=False)
+    url = f"http://{_url_host(host)}:{server.port}/"
+    click.echo(f"kgagent view of {memory} on {url} (Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 def _url_host(host: str) -> str:

@@ -238,6 +238,50 @@ def _frame(ctx: ViewContext, log: Any, rec: dict[str, Any], frames: Any) -> byte
     return frames.compose(buf.getvalue(), actions, size)
 
 
+def listen(app: Any, host: str, port: int) -> Any:
+    """A threaded WSGI server for ``app`` (a Dash app), bound to ``host``:``port`` and
+    listening (port 0: a free one, its ``port`` says which); not yet serving.
+
+    The socket is bound here, so a port in use or an address that is not this
+    machine's is a one-line :class:`ConfigError` before anything says it serves.
+    """
+    import errno
+    import logging
+    import socket
+
+    from werkzeug.serving import make_server
+
+    if not host.strip():
+        raise ConfigError("--host is empty; give an address such as 127.0.0.1")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (socket.gaierror, UnicodeError) as e:
+        why = getattr(e, "strerror", None) or str(e)
+        raise ConfigError(f"cannot serve on {host!r}: {why}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        hint = (
+            "; another program uses it: pick another --port (0: any free one)"
+            if e.errno == errno.EADDRINUSE
+            else "; is that an address of this machine?"
+            if e.errno == errno.EADDRNOTAVAIL
+            else ""
+        )
+        raise ConfigError(f"cannot listen on {host} port {port}: {e.strerror or e}{hint}") from None
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    try:
+        return make_server(host, port, app.server, threaded=True, fd=sock.fileno())
+    finally:
+        sock.close()  # the server holds its own descriptor of the socket
+
+
 def serve(
     memory: str | Path,
     config: Config | None = None,
@@ -246,6 +290,9 @@ def serve(
     port: int = 8050,
     refresh_s: float = 1.0,
 ) -> None:
-    """Build the app and serve it until interrupted (Flask's threaded server)."""
-    app = create_app(memory, config, refresh_s=refresh_s)
-    app.run(host=host, port=port, debug=False, dev_tools_ui=False, dev_tools_props_check=False)
+    """Build the app and serve it until interrupted (a threaded WSGI server)."""
+    server = listen(create_app(memory, config, refresh_s=refresh_s), host, port)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()

@@ -20,6 +20,7 @@ from kgagent.view.graphview import (
     short_id,
     stylesheet,
 )
+from kgagent.view.pages import request_value
 
 LAYOUTS = {
     # fCoSE's "default" quality, not "proof": as few overlapping thumbnails, as long edges
@@ -242,16 +243,16 @@ def register(app: Any, ctx: Any) -> None:
             raise PreventUpdate
         opts = opts or []
         f = Filters(
-            min_weight=float(weight or 0.0),
+            min_weight=request_value(float, weight, 0.0),
             similarity="sim" in opts,
             hide_isolated="iso" in opts,
             merge_parallel="merge" in opts,
-            focus=focus or None,
-            hops=int(hops or 1),
-            cap=int(cap) if cap else DEFAULT_CAP,
+            focus=focus if isinstance(focus, str) and focus else None,
+            hops=request_value(int, hops, 1),
+            cap=request_value(int, cap, DEFAULT_CAP),
         )
         if run not in (None, "all"):
-            got = ctx.logs.run_edges(int(run))
+            got = ctx.logs.run_edges(request_value(int, run, -1))
             if got is not None:
                 f.run_edges, f.run_states = got
         if cluster not in (None, "all") and cluster in snap.clusters:
@@ -302,8 +303,10 @@ def register(app: Any, ctx: Any) -> None:
 
         snap = ctx.source.snapshot()
         prop = dctx.triggered[0]["prop_id"] if dctx.triggered else ""
+        node = node if isinstance(node, dict) and isinstance(node.get("id"), str) else None
+        edge = edge if isinstance(edge, dict) else None
         if prop.endswith("tapEdgeData"):
-            if edge and edge.get("skill"):
+            if edge and isinstance(edge.get("skill"), str) and edge["skill"]:
                 return _skill(ctx, snap, edge["skill"], edge), None
             if edge:
                 return details.similar_panel(edge), None

@@ -9,6 +9,7 @@ from dash.exceptions import PreventUpdate
 
 from kgagent.view import figures
 from kgagent.view.graphview import short_id
+from kgagent.view.pages import request_value
 
 FOLLOW = "follow"
 
@@ -190,7 +191,8 @@ def register(app: Any, ctx: Any) -> None:
     def follow(_n, choice, window, last):
         from dash import ctx as dctx
 
-        log = ctx.logs.load(-1 if choice in (None, FOLLOW) else int(choice))
+        log = ctx.logs.load(-1 if choice in (None, FOLLOW) else request_value(int, choice, -1))
+        window = request_value(int, window, 0)
         if log is None:
             msg = html.P(
                 "No step logs yet: start `kgagent play` on this memory and this page follows it.",
@@ -230,7 +232,7 @@ def register(app: Any, ctx: Any) -> None:
             caption,
             _info(log, rec, live),
             _rewards(rec),
-            figures.live_figure(series, int(window) or None),
+            figures.live_figure(series, window or None),
             f"/download/live-{log.index}.csv",
             mark,
         )

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from dash import html
+from dash.exceptions import PreventUpdate
+
+T = TypeVar("T")
 
 
 def layout_for(path: str, ctx: Any) -> Any:
@@ -26,3 +30,14 @@ def register(app: Any, ctx: Any) -> None:
 
     for module in (page_graph, page_library, page_live, page_rounds):
         module.register(app, ctx)
+
+
+def request_value(cast: Callable[[Any], T], value: Any, default: T) -> T:
+    """A callback's input as ``cast`` makes it (``default`` when empty). A value no
+    control of the page sends (a hand-made request) updates nothing: never a 500."""
+    if value is None or value == "":
+        return default
+    try:
+        return cast(value)
+    except (TypeError, ValueError, OverflowError):
+        raise PreventUpdate from None

@@ -61,16 +61,10 @@ class Served:
 
 def serve(memory: Path, refresh_s: float = 0.2) -> Served:
     """The view of ``memory`` on a free loopback port, in a thread of this process."""
-    import logging
-
-    from werkzeug.serving import make_server
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-
-    from kgagent.view.app import create_app
+    from kgagent.view.app import create_app, listen
 
     app = create_app(memory, refresh_s=refresh_s)
-    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
+    srv = listen(app, "127.0.0.1", 0)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
 
@@ -78,7 +72,7 @@ def serve(memory: Path, refresh_s: float = 0.2) -> Served:
         srv.shutdown()
         t.join(5)
 
-    return Served(f"http://127.0.0.1:{srv.server_port}", app, stop)
+    return Served(f"http://127.0.0.1:{srv.port}", app, stop)
 
 
 @pytest.fixture(scope="session")

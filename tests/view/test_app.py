@@ -252,6 +252,24 @@ def test_view_command_binds_loopback_by_default() -> None:
     assert opts["host"].default == "127.0.0.1" and opts["port"].default == 8050
 
 
+def test_the_view_binds_before_it_says_it_serves(played: Path) -> None:
+    from kgagent.view.app import create_app, listen
+
+    app = create_app(played, refresh_s=0.2)
+    server = listen(app, "127.0.0.1", 0)  # 0: a free port, and the server says which
+    try:
+        port = server.port
+        assert port != 0
+        with pytest.raises(ConfigError, match="another program uses it: pick another --port"):
+            listen(app, "127.0.0.1", port)
+    finally:
+        server.server_close()
+    with pytest.raises(ConfigError, match="--host is empty"):
+        listen(app, " ", 0)
+    with pytest.raises(ConfigError, match="cannot serve on 'no-such-host.invalid'"):
+        listen(app, "no-such-host.invalid", 0)
+
+
 def test_view_queries_only_read() -> None:
     from kgagent.memory import queries
 
@@ -296,3 +314,15 @@ def test_snapshots_follow_a_play_in_another_process(played: Path, tmp_path: Path
     assert len(set(seen)) >= 3 and seen == sorted(seen)
     with Memory.open(mem, Config(), read_only=True) as m:
         assert len(last.states) == m.stats().nodes
+
+
+def test_a_hand_made_callback_value_updates_nothing() -> None:
+    from dash.exceptions import PreventUpdate
+
+    from kgagent.view.pages import request_value
+
+    assert request_value(int, None, 1) == 1 and request_value(int, "", 1) == 1
+    assert request_value(int, "3", 1) == 3 and request_value(float, 0.5, 0.0) == 0.5
+    for bad in ("../../etc", "abc", [1], {"id": 1}, float("inf")):
+        with pytest.raises(PreventUpdate):
+            request_value(int, bad, 1)
