@@ -7,7 +7,10 @@ given and stdin is not a terminal) or ``--name`` (a named query from
 before it runs; a query that reaches files, extensions or settings is refused
 unless ``--allow-files`` (:mod:`kgagent.memory.guard`). Rows are printed as they
 come, at most ``--limit``; the engine stops a query after ``--timeout`` seconds.
-No logic lives here; it calls :class:`kgagent.memory.Memory`.
+A read-only query runs in a child process that is killed past ``--timeout`` (when
+the engine does not stop it) or ``--max-memory``, and whose crash is one line
+(:mod:`kgagent.memory.isolated`). No logic lives here; it calls
+:class:`kgagent.memory.Memory`.
 """
 
 from __future__ import annotations
@@ -114,6 +117,14 @@ def list_rows() -> list[dict[str, Any]]:
     show_default=True,
     help="Stop the query after this many seconds; 0: no limit.",
 )
+@click.option(
+    "--max-memory",
+    "max_memory_gib",
+    type=click.FloatRange(min=0.1),
+    default=None,
+    help="Stop a read-only query whose process grows past this many GiB "
+    "(default: half of this machine's memory).",
+)
 @common_options()
 def query_cmd(
     text: str | None,
@@ -125,6 +136,7 @@ def query_cmd(
     allow_files: bool,
     limit: int,
     timeout: float,
+    max_memory_gib: float | None,
     memory: Path,
     config: Config,
     fmt: str,
@@ -168,30 +180,74 @@ def query_cmd(
                 f"the query uses parameter(s) {', '.join('$' + p for p in unbound)}; "
                 f"bind them with --param {unbound[0]}=..."
             )
-    mem = open_memory(memory, config, write=write)
-    try:
-        if name is not None:
-            mem.named_query(name, bound)  # internal or missing parameters: refused
-        try:
-            with mem.cypher_rows(
-                text, bound, write=write, allow_files=allow_files, timeout=timeout
-            ) as rows:
-                cut = _print_rows(rows, fmt, limit)
-        except QueryError as e:
-            if timeout and "interrupt" in str(e).lower():
-                raise QueryError(
-                    f"the query ran longer than --timeout {timeout:g} s and was stopped; "
-                    "narrow it, or give a larger --timeout (0: no limit)"
-                ) from None
-            raise
-    finally:
-        mem.close()
+    if write:
+        cut = _write_query(text, bound, name, memory, config, allow_files, timeout, fmt, limit)
+    else:
+        from contextlib import contextmanager
+
+        from kgagent.memory.isolated import child_rows, default_max_rss
+
+        @contextmanager
+        def produce() -> Iterator[Iterator[dict[str, Any]]]:
+            # in the child process: its own read-only connection
+            mem = open_memory(memory, config, write=False)
+            try:
+                if name is not None:
+                    mem.named_query(name, bound)  # internal or missing parameters: refused
+                with mem.cypher_rows(text, bound, allow_files=allow_files, timeout=timeout) as rows:
+                    yield rows
+            except QueryError as e:
+                raise _timed_out(e, timeout) from None
+            finally:
+                mem.close()
+
+        cap = int(max_memory_gib * 2**30) if max_memory_gib else default_max_rss()
+        with child_rows(produce, timeout_s=timeout, max_rss_bytes=cap, jsonable=jsonable) as rows:
+            cut = _print_rows(rows, fmt, limit)
     if cut:
         click.echo(
             f"note: only the first {limit:,} rows are shown (--limit {limit}); "
             "pass --limit 0 for all, or narrow the query",
             err=True,
         )
+
+
+def _write_query(
+    text: str,
+    bound: dict[str, Any],
+    name: str | None,
+    memory: Path,
+    config: Config,
+    allow_files: bool,
+    timeout: float,
+    fmt: str,
+    limit: int,
+) -> bool:
+    """A ``--write`` query, in this process (a write is not cut off half-way by a kill):
+    the engine's timeout stops it."""
+    mem = open_memory(memory, config, write=True)
+    try:
+        if name is not None:
+            mem.named_query(name, bound)
+        try:
+            with mem.cypher_rows(
+                text, bound, write=True, allow_files=allow_files, timeout=timeout
+            ) as rows:
+                return _print_rows(rows, fmt, limit)
+        except QueryError as e:
+            raise _timed_out(e, timeout) from None
+    finally:
+        mem.close()
+
+
+def _timed_out(e: QueryError, timeout: float) -> QueryError:
+    """The engine's "interrupted" said as the --timeout it was."""
+    if timeout and "interrupt" in str(e).lower():
+        return QueryError(
+            f"the query ran longer than --timeout {timeout:g} s and was stopped; "
+            "narrow it, or give a larger --timeout (0: no limit)"
+        )
+    return e
 
 
 def _print_rows(rows: Iterator[dict[str, Any]], fmt: str, limit: int) -> bool:
