@@ -40,15 +40,20 @@ from kgagent.memory.archive_format import (
 from kgagent.memory.archive_rows import check_rows
 from kgagent.memory.archive_verify import check_compatible, extract_verified
 from kgagent.memory.engine import GraphDB, engine_name
-from kgagent.memory.files import read_manifest, write_manifest
+from kgagent.memory.files import MANIFEST, read_manifest, write_manifest
 from kgagent.memory.lifecycle import BLOBS, GRAPH, VECTORS
-from kgagent.memory.lock import HeldLock, lock_memory
+from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory
 from kgagent.memory.store import Memory
 from kgagent.memory.vectors import TABLE as VECTOR_TABLE
 
 #: Replace a memory with one ``renameat2(RENAME_EXCHANGE)`` where the system has it
 #: (Linux); else (or when False) two renames with a journal (:mod:`~kgagent.memory.staging`).
 SWAP_BY_EXCHANGE = True
+
+
+#: A memory directory's own entries, which an import replaces; anything else in it is
+#: the user's and is kept (:func:`_carry_over`).
+STORE = frozenset({GRAPH, VECTORS, BLOBS, MANIFEST, LOCK_FILE})
 
 
 def import_memory(
@@ -375,6 +380,37 @@ def _place(new: Path, target: Path, replacing: bool, work: Path) -> None:
                 ) from None
             raise ArchiveError(f"cannot move the memory to {target}: {e.strerror or e}") from None
         return
+    _carry_over(target, new)
     if SWAP_BY_EXCHANGE and staging.exchange(new, target):
         return  # the old memory is now at ``new``, deleted with the work directory
     staging.swap(new, target, work)
+
+
+def _carry_over(old: Path, new: Path) -> None:
+    """What the user keeps in a memory's directory beyond the store (step logs in
+    ``runs/``, migration ``backups/``, their own files) goes with the replaced memory's
+    directory into the new one: linked where it can be, else copied, before the swap,
+    so a kill at any moment loses nothing."""
+    for entry in sorted(old.iterdir()):
+        if entry.name in STORE or entry.name.startswith(GRAPH + "."):
+            continue  # the store's own (a WAL of the old database is not the new one's)
+        dest = new / entry.name
+        if dest.exists() or dest.is_symlink():
+            continue
+        try:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.copytree(entry, dest, copy_function=_link_or_copy, symlinks=True)
+            else:
+                _link_or_copy(entry, dest)
+        except OSError as e:
+            raise ArchiveError(
+                f"cannot keep {entry} in the replaced memory ({e.strerror or e}); "
+                "the old memory is unchanged"
+            ) from None
+
+
+def _link_or_copy(src: str | Path, dst: str | Path) -> None:
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)

@@ -20,6 +20,7 @@ from kgagent.errors import ArchiveError, EncoderMismatchError, SchemaVersionErro
 from kgagent.memory import Memory, queries
 from kgagent.memory.archive import SUMS, export_memory, import_memory, inspect_archive
 from kgagent.memory.engine import engine_name
+from kgagent.memory.lifecycle import GRAPH
 
 from .conftest import Populated, populate, tree_hash
 
@@ -175,6 +176,26 @@ def test_force_replaces_existing_memory(exported, target: Path) -> None:
     with Memory.open(target, Config(), read_only=True) as m:
         assert {r["id"] for r in m._q("state_revisions")} == set(pop.states.values())
     assert sorted(p.name for p in target.parent.iterdir()) == ["out", "target"]
+
+
+def test_force_keeps_what_the_user_kept_in_the_memorys_directory(exported, target: Path) -> None:
+    _, archive = exported
+    (target / "runs").mkdir()
+    (target / "runs" / "r1.jsonl").write_text('{"type": "run"}\n')
+    (target / "backups" / "mine").mkdir(parents=True)
+    (target / "notes.txt").write_text("precious")
+    inside = target / "self.tar.gz"
+    shutil.copy2(archive, inside)  # the archive imported lives in the memory it replaces
+    (target / (GRAPH + ".wal")).write_bytes(b"the old database's")
+    import_memory(inside, target, force=True)
+    assert (target / "runs" / "r1.jsonl").read_text() == '{"type": "run"}\n'
+    assert (target / "backups" / "mine").is_dir() and (
+        target / "notes.txt"
+    ).read_text() == "precious"
+    assert inside.read_bytes() == archive.read_bytes()
+    assert not (target / (GRAPH + ".wal")).exists()  # the store's own: replaced, not kept
+    with Memory.open(target, Config(), read_only=True) as m:
+        assert m.stats().nodes == 5
 
 
 def _corrupt(a: Path, d: Path) -> Path:
