@@ -54,7 +54,8 @@ def _command(grid_file: Path) -> str:
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Results folder. Default: the grid's `out`, else bench-results/<grid name>.",
+    help="Results folder. Default: the grid's `out`, else bench-results/<grid name>. "
+    "A folder holding another grid's results is refused.",
 )
 @click.option(
     "--jobs", "-j", type=click.IntRange(min=1), default=1, help="Cells at once (local processes)."
@@ -122,7 +123,7 @@ def bench_cmd(
     and the others go on; the command then exits with 1.
     """
     from kgagent.bench import BenchOptions, load_grid, run_grid
-    from kgagent.bench.grid import plan
+    from kgagent.bench.grid import check_folder, plan
 
     ctx = click.get_current_context()
     base: dict[str, Any] = {}
@@ -147,6 +148,7 @@ def bench_cmd(
         command=_command(grid_file),
     )
     if list_cells:
+        check_folder(grid, folder, "--out")
         todo, done = plan(grid, opts)
         waiting = {c.key for c, _ in todo}
         rows = [
@@ -192,14 +194,11 @@ def bench_docs_cmd(docs: tuple[Path, ...], check: bool, root: Path | None, fmt: 
     FOLDER is a results folder (`kgagent bench GRID --export FOLDER`), relative to the
     repository. See docs/bench.md, "Tables in the docs".
     """
-    from kgagent.bench.docs import check_docs, update_doc
+    from kgagent.bench.docs import check_docs, update_docs
 
     if check:
         counts = check_docs(list(docs), root)
         emit([{"doc": str(d), "blocks": n, "stale": 0} for d, n in counts.items()], fmt)
         return
-    rows = []
-    for doc in docs:
-        n, stale = update_doc(doc, root)
-        rows.append({"doc": str(doc), "blocks": n, "updated": len(stale)})
-    emit(rows, fmt)
+    rendered = update_docs(list(docs), root)
+    emit([{"doc": str(r.doc), "blocks": r.blocks, "updated": len(r.stale)} for r in rendered], fmt)

@@ -13,7 +13,8 @@ A cell is *finished* when ``cell.json`` exists and records the digest of the
 cell as the grid now specifies it (:func:`finished`); anything else in the folder
 is a cell that did not finish, and running it again starts it afresh (its rounds
 resume one memory, so a half-played cell cannot be continued). A run stopped by
-Ctrl-C is not a finished round: the cell fails and will be run again.
+Ctrl-C or SIGTERM is not a finished round: the cell is *interrupted* (``error.txt``'s
+first line says ``interrupted: …``) and will be run again.
 """
 
 from __future__ import annotations
@@ -36,8 +37,12 @@ MEMORY_DIR = "memory"
 ARCHIVE_FILE = "memory.kgmem.tar.gz"
 
 
+#: The first words of an interrupted cell's error line (:func:`unfinished_state`).
+INTERRUPTED = "interrupted: "
+
+
 class CellInterrupted(KGAgentError):
-    """A round of the cell was interrupted (Ctrl-C): the cell did not finish."""
+    """A round of the cell was interrupted (Ctrl-C, SIGTERM): the cell did not finish."""
 
 
 def finished(cell_dir: Path, digest: str) -> dict[str, Any] | None:
@@ -51,11 +56,27 @@ def finished(cell_dir: Path, digest: str) -> dict[str, Any] | None:
     return record
 
 
+def unfinished_state(cell_dir: Path) -> tuple[str, str] | None:
+    """(``failed`` or ``interrupted``, the error line) of a cell that wrote ``error.txt``;
+    None when it wrote none (never run, or stopped before it could)."""
+    try:
+        lines = (cell_dir / ERROR_FILE).read_text().splitlines()
+    except OSError:
+        return None
+    line = lines[0] if lines else ""
+    return ("interrupted" if line.startswith(INTERRUPTED) else "failed"), line
+
+
+def error_line(e: BaseException) -> str:
+    """``Kind: message`` on one line (``EnvironmentError_`` is named ``EnvironmentError``)."""
+    return " ".join(f"{type(e).__name__.rstrip('_')}: {e}".split())
+
+
 def run_cell(cell_data: dict[str, Any], cell_dir: str | Path) -> dict[str, Any]:
     """Play every round of the cell in ``cell_dir``; never raises for the cell's own errors.
 
-    Returns the outcome: ``status`` ``done`` (with the runs' figures) or ``failed``
-    (with ``error``, one line; the traceback is in ``error.txt``).
+    Returns the outcome: ``status`` ``done`` (with the runs' figures), ``failed`` or
+    ``interrupted`` (with ``error``, one line; the traceback is in ``error.txt``).
     """
     cell = Cell.from_dict(cell_data)
     folder = Path(cell_dir)
@@ -78,21 +99,28 @@ def run_cell(cell_data: dict[str, Any], cell_dir: str | Path) -> dict[str, Any]:
         _write_json(folder / CELL_FILE, record)
         return {"key": cell.key, "status": "done", "record": record}
     except BaseException as e:  # noqa: BLE001 - a cell's failure is recorded, the grid goes on
-        if isinstance(e, KeyboardInterrupt):
-            e = CellInterrupted("interrupted (Ctrl-C)")
-        line = " ".join(f"{type(e).__name__}: {e}".split())
+        status, line = _failure(e)
         try:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / ERROR_FILE).write_text(line + "\n\n" + traceback.format_exc())
         except OSError:
             pass
-        return {"key": cell.key, "status": "failed", "error": line}
+        return {"key": cell.key, "status": status, "error": line}
     finally:
         if notes:
             try:
                 (folder / "notes.txt").write_text("\n".join(notes) + "\n")
             except OSError:
                 pass
+
+
+def _failure(e: BaseException) -> tuple[str, str]:
+    """(status, error line) of a cell that raised ``e``."""
+    if isinstance(e, KeyboardInterrupt):
+        e = CellInterrupted("stopped by Ctrl-C or SIGTERM")
+    if isinstance(e, CellInterrupted):
+        return "interrupted", INTERRUPTED + " ".join(str(e).split())
+    return "failed", error_line(e)
 
 
 def _round(cell: Cell, r: int, folder: Path, notes: list[str]) -> dict[str, Any]:
@@ -109,7 +137,7 @@ def _round(cell: Cell, r: int, folder: Path, notes: list[str]) -> dict[str, Any]
         runner = Runner(cfg, memory_path=folder / MEMORY_DIR, progress=False, log=notes.append)
         summary = runner.run(cell.steps)
     if summary.stopped == "interrupted":
-        raise CellInterrupted(f"round {r} was interrupted after {summary.steps} steps")
+        raise CellInterrupted(f"round {r} stopped after {summary.steps} of {cell.steps} steps")
     s = summary.to_dict()
     log = Path(s["log_path"]) if s.get("log_path") else None
     run = {

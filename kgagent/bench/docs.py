@@ -12,13 +12,17 @@ report.md, so a doc's table is the report's table and cannot drift from the runs
 Sections: ``header`` (command, date, machine, versions) and, of one experiment,
 environment, judge and round, ``methods``, ``paired``, ``figures``, ``crafter`` and
 ``rounds``. The keys ``experiment=``, ``env=``, ``judge=`` and ``round=`` say which;
-each may be left out when the results have only one. Markers inside fenced code
-are text, not blocks. The folder needs grid.toml, runs.csv and summary.json:
+each may be left out when the results have only one. Markers start their line (an
+indented one is an error); inside fenced code they are text, not blocks. The folder
+lies inside the repository and needs grid.toml, runs.csv and summary.json:
 ``kgagent bench GRID --export FOLDER`` writes them (docs/bench.md, "Tables in the docs").
+
+Every doc is read and rendered before any is written, and a doc keeps its line endings.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +33,9 @@ from kgagent.errors import KGAgentError
 
 OPEN = re.compile(r"^<!-- bench:(?P<spec>.*)-->\s*$")
 CLOSE = re.compile(r"^<!-- /bench -->\s*$")
+INDENTED = re.compile(r"^\s+<!-- (bench:|/bench -->)")
+#: A line with its ending (LF or CRLF), or the last line without one.
+LINE = re.compile(r"[^\n]*\n|[^\n]+")
 #: Section names a block may give: the grid's header, then those of one place.
 NAMES = ("header", *SECTIONS)
 KEYS = ("experiment", "env", "judge", "round")
@@ -56,16 +63,41 @@ class Block:
         return f"{self.doc}:{self.line}"
 
 
+@dataclass
+class Rendered:
+    """A doc with its blocks rendered: its text before and after, and the blocks that changed."""
+
+    doc: Path
+    text: str
+    new_text: str
+    blocks: int
+    stale: list[Block]
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text``, each with its own ending (LF or CRLF; the last may have none)."""
+    return LINE.findall(text)
+
+
+def _content(line: str) -> str:
+    return line.rstrip("\r\n")
+
+
 def find_blocks(text: str, doc: Path) -> list[tuple[Block, int, int]]:
-    """Every block of ``text``, with the line indices of its two markers."""
+    """Every block of ``text``, with the line indices of its two markers (:func:`split_lines`)."""
     out: list[tuple[Block, int, int]] = []
     opened: tuple[Block, int] | None = None
     fence = False
-    for i, line in enumerate(text.splitlines()):
+    for i, line in enumerate(map(_content, split_lines(text))):
         if line.lstrip().startswith(("```", "~~~")):
             fence = not fence
         if fence:
             continue
+        if INDENTED.match(line):
+            raise BenchDocsError(
+                f"{doc}:{i + 1}: an indented bench marker; start it at the beginning of its "
+                "line (an example belongs in fenced code)"
+            )
         m = OPEN.match(line)
         if m:
             if opened is not None:
@@ -95,6 +127,12 @@ def _parse(spec: str, doc: Path, line: int) -> Block:
             "<!-- bench: FOLDER SECTION [key=value …] -->"
         )
     results, section, *rest = words
+    norm = os.path.normpath(results)
+    if os.path.isabs(results) or norm == ".." or norm.startswith("../"):
+        raise BenchDocsError(
+            f"{where}: results folder {results!r} is not inside the repository; name it "
+            "relative to the repository root, e.g. docs/results/NAME"
+        )
     if section not in NAMES:
         raise BenchDocsError(f"{where}: unknown section {section!r}; known: {', '.join(NAMES)}")
     keys: dict[str, str] = {}
@@ -159,9 +197,27 @@ def update_doc(
     Folders are relative to ``root``: by default the nearest folder above the doc
     that holds pyproject.toml or .git (the repository).
     """
-    text = doc.read_text(encoding="utf-8")
+    r = render_doc(doc, root)
+    if write:
+        _write(r)
+    return r.blocks, r.stale
+
+
+def update_docs(docs: list[Path], root: Path | None = None) -> list[Rendered]:
+    """Render every block of every doc, then write the docs that changed: a doc that
+    cannot be rendered stops the command before any doc is written."""
+    rendered = [render_doc(doc, root) for doc in docs]
+    for r in rendered:
+        _write(r)
+    return rendered
+
+
+def render_doc(doc: Path, root: Path | None = None) -> Rendered:
+    """``doc`` with every block rendered from its results; nothing is written."""
+    text = _read(doc)
     root = root or repository_root(doc)
-    lines = text.splitlines()
+    lines = split_lines(text)
+    newline = _newline(lines)
     loaded: dict[str, Results] = {}
     stale: list[Block] = []
     out: list[str] = []
@@ -171,14 +227,34 @@ def update_doc(
         if block.results not in loaded:
             loaded[block.results] = _load(block, root)
         body = ["", *render_block(block, loaded[block.results]).splitlines(), ""]
-        if lines[start + 1 : end] != body:
+        if [_content(line) for line in lines[start + 1 : end]] != body:
             stale.append(block)
-        out += [*lines[done : start + 1], *body]
+        out += [*lines[done : start + 1], *(b + newline for b in body)]
         done = end
     out += lines[done:]
-    if stale and write:
-        doc.write_text("\n".join(out) + ("\n" if text.endswith("\n") else ""), encoding="utf-8")
-    return len(blocks), stale
+    return Rendered(doc, text, "".join(out), len(blocks), stale)
+
+
+def _newline(lines: list[str]) -> str:
+    """The doc's line ending: its first line's (CRLF or LF)."""
+    first = next((line for line in lines if line.endswith("\n")), "\n")
+    return "\r\n" if first.endswith("\r\n") else "\n"
+
+
+def _read(doc: Path) -> str:
+    data = doc.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BenchDocsError(
+            f"{doc}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+            "bench-docs reads and writes Markdown in UTF-8"
+        ) from None
+
+
+def _write(r: Rendered) -> None:
+    if r.stale:
+        r.doc.write_bytes(r.new_text.encode("utf-8"))
 
 
 def _load(block: Block, root: Path) -> Results:

@@ -25,6 +25,10 @@ from typing import Any
 
 #: Summary fields that are numbers but not figures (identifiers, bookkeeping).
 NOT_FIGURES = {"seed", "episodes"}
+#: Figures of runs whose ground truth lists achievements (Crafter), read from the step log.
+ACHIEVEMENT_FIGURES = ("achievements", "unlocks_per_1000", "episode_count", "world_steps")
+#: The names of Crafter as an environment (kgagent.envs.gym plays them with its own adapter).
+CRAFTER_ENVS = ("gym:crafter", "gym:crafterreward-v1", "gym:crafternoreward-v1")
 
 
 def read_lines(path: str | Path) -> list[dict[str, Any]]:
@@ -107,7 +111,7 @@ def crafter_score(episodes: list[list[str]], names: list[str]) -> float:
 
 def achievement_names(env: str) -> list[str] | None:
     """The achievement names of a ``gym:ID`` environment that has them (Crafter), else None."""
-    if env.lower() not in ("gym:crafter", "gym:crafterreward-v1", "gym:crafternoreward-v1"):
+    if env.lower() not in CRAFTER_ENVS:
         return None
     try:
         import crafter

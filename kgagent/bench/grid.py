@@ -1,6 +1,7 @@
 """Run a grid: skip the finished cells, run the others here or on Ray, then write the results.
 
-The order of work: the grid is read and checked (:mod:`~kgagent.bench.spec`);
+The order of work: the grid is read and checked (:mod:`~kgagent.bench.spec`); a
+results folder that holds another grid's results is refused (:func:`check_folder`);
 cells whose ``cell.json`` records their digest are skipped; the rest run, the
 longest first (rounds × steps), on local worker processes or as Ray tasks; a failed
 cell is recorded and the grid goes on; with ``merge`` each group's memories are
@@ -21,10 +22,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kgagent.bench.cell import finished
+from kgagent.bench.cell import CELL_FILE, finished, unfinished_state
 from kgagent.bench.meta import machine, versions
 from kgagent.bench.progress import GridProgress
-from kgagent.bench.results import collect, kept_records, run_meta, write_results
+from kgagent.bench.results import collect, held_grid, kept_records, run_meta, write_results
 from kgagent.bench.spec import Cell, Grid
 from kgagent.errors import KGAgentError
 
@@ -74,53 +75,25 @@ def plan(grid: Grid, opts: BenchOptions) -> tuple[list[tuple[Cell, Path]], list[
 def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
     """Run what is not finished, write the results folder; returns a summary of the command.
 
-    Raises :class:`BenchError` (after writing the results) when a cell failed.
+    Raises :class:`BenchError` (after writing the results) when a cell failed or the grid
+    was interrupted, and before writing anything when a folder holds another grid's
+    results or ``report_only`` finds no finished cell.
     """
     out = opts.out
-    out.mkdir(parents=True, exist_ok=True)
+    check_folder(grid, out, "--out")
+    if opts.export is not None:
+        check_folder(grid, opts.export, "--export")
     todo, before = plan(grid, opts)
     t0 = time.time()
     outcomes: list[dict[str, Any]] = []
     interrupted = False
-    finished_now = 0
     if todo and not opts.report_only:
-        progress = GridProgress(
-            len(todo), skipped=len(before), label=f"bench {grid.name}", show=opts.progress
-        )
-        try:
-            with _sigterm_interrupts():
-                if opts.ray:
-                    from kgagent.bench.ray_exec import run_ray
-
-                    outcomes = run_ray(todo, opts.ray, progress, runtime_env=opts.runtime_env)
-                else:
-                    from kgagent.bench.local import run_local
-
-                    outcomes = run_local(todo, opts.jobs, progress)
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            progress.close()
-            finished_now = progress.done
+        out.mkdir(parents=True, exist_ok=True)
+        outcomes, interrupted = _run_cells(grid, opts, todo, len(before))
     wall = time.time() - t0
-    failed = {o["key"]: o.get("error", "") for o in outcomes if o.get("status") != "done"}
-    kept = kept_records(out)  # a kept folder (--export) has no cells/ but its runs
-    records, rows, finished_cells = [], [], []
-    for cell in grid.cells:
-        folder = cell_dir(out, cell)
-        rec = finished(folder, cell.digest)
-        if rec is None and not folder.exists():
-            rec = kept.get(cell.digest)
-        if rec is not None:
-            records.append(rec)
-            if folder.exists():
-                finished_cells.append((cell, folder))
-            status, error, dur = "done", "", rec.get("duration_s")
-        elif cell.key in failed or (folder / "error.txt").is_file():
-            status, error, dur = "failed", failed.get(cell.key) or _first_line(folder), None
-        else:
-            status, error, dur = "not run", "", None
-        rows.append(_cell_row(cell, status, error, dur))
+    records, rows, finished_cells = _gather(grid, out, outcomes)
+    if opts.report_only and not records:
+        raise BenchError(_nothing_to_report(grid, out))
     res = collect(grid, records)
     res.cells = rows
     if opts.merge and finished_cells:
@@ -150,18 +123,114 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
         "not_run": sum(r["status"] == "not run" for r in rows),
         "wall_min": round(wall / 60.0, 2),
     }
-    if interrupted:
+    if interrupted or any(o.get("status") == "interrupted" for o in outcomes):
+        stopped = sum(r["status"] == "interrupted" for r in rows)
         raise BenchError(
-            f"interrupted: {finished_now} cell(s) finished in this run; results so far in {out}; "
+            f"interrupted: {_finished_since(todo, t0)} cell(s) finished in this run, "
+            f"{stopped} interrupted; results so far in {out}; "
             "run the same command again to resume"
         )
+    failed = [o for o in outcomes if o.get("status") == "failed"]
     if failed:
-        key, err = next(iter(failed.items()))
+        first = failed[0]
         raise BenchError(
-            f"{len(failed)} of {len(todo)} cell(s) failed (first: {key}: {err}); the others' "
-            f"results are in {out}, tracebacks in {out}/cells/<cell>/error.txt"
+            f"{len(failed)} of {len(todo)} cell(s) failed (first: {first['key']}: "
+            f"{first.get('error', '')}); the others' results are in {out}, tracebacks in "
+            f"{out}/cells/<cell>/error.txt"
         )
     return summary
+
+
+def check_folder(grid: Grid, folder: Path, option: str) -> None:
+    """Refuse ``folder`` when it holds the results of a grid of another name.
+
+    A grid is known by its name (``name``, by default its file's name): the same grid
+    resumes, and grows (more seeds, methods, experiments; cells whose spec changed run
+    again), in its folder; another grid would overwrite its cells and files.
+    """
+    held = held_grid(folder)
+    if held is not None and held != grid.name:
+        raise BenchError(
+            f"{folder} holds the results of grid {held!r}, not {grid.name!r}: give {option} "
+            f"another folder (or, if {grid.path} is that grid grown, keep its name: "
+            f'name = "{held}")'
+        )
+
+
+def _run_cells(
+    grid: Grid, opts: BenchOptions, todo: list[tuple[Cell, Path]], skipped: int
+) -> tuple[list[dict[str, Any]], bool]:
+    """Run ``todo`` here or on Ray: (the outcomes gathered, whether the grid was interrupted)."""
+    progress = GridProgress(
+        len(todo), skipped=skipped, label=f"bench {grid.name}", show=opts.progress
+    )
+    outcomes: list[dict[str, Any]] = []
+    try:
+        with _sigterm_interrupts():
+            if opts.ray:
+                from kgagent.bench.ray_exec import run_ray
+
+                outcomes = run_ray(todo, opts.ray, progress, runtime_env=opts.runtime_env)
+            else:
+                from kgagent.bench.local import run_local
+
+                outcomes = run_local(todo, opts.jobs, progress)
+    except KeyboardInterrupt:
+        return outcomes, True
+    finally:
+        progress.close()
+    return outcomes, False
+
+
+def _gather(
+    grid: Grid, out: Path, outcomes: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[Cell, Path]]]:
+    """(the finished cells' records, every cell's row of cells.csv, the finished cells
+    that have their folder), from ``out`` and this run's ``outcomes``."""
+    unfinished = {
+        o["key"]: (o["status"], o.get("error", "")) for o in outcomes if o.get("status") != "done"
+    }
+    kept = kept_records(out)  # a kept folder (--export) has no cells/ but its runs
+    records, rows, finished_cells = [], [], []
+    for cell in grid.cells:
+        folder = cell_dir(out, cell)
+        rec = finished(folder, cell.digest)
+        if rec is None and not folder.exists():
+            rec = kept.get(cell.digest)
+        if rec is not None:
+            records.append(rec)
+            if folder.exists():
+                finished_cells.append((cell, folder))
+            rows.append(_cell_row(cell, "done", "", rec.get("duration_s")))
+            continue
+        status, error = unfinished_state(folder) or unfinished.get(cell.key) or ("not run", "")
+        rows.append(_cell_row(cell, status, error, None))
+    return records, rows, finished_cells
+
+
+def _nothing_to_report(grid: Grid, out: Path) -> str:
+    if not out.is_dir():
+        return (
+            f"--report-only: there is no results folder {out}; run the grid first (without "
+            "--report-only), or name the folder that holds its results with --out"
+        )
+    return (
+        f"--report-only: {out} holds no finished cell of grid {grid.name!r}; run the grid "
+        "first (without --report-only)"
+    )
+
+
+def _finished_since(todo: list[tuple[Cell, Path]], t0: float) -> int:
+    """How many cells of ``todo`` finished since ``t0`` (their ``cell.json`` is as new),
+    gathered or not: a cell may finish as the grid is interrupted."""
+    n = 0
+    for cell, folder in todo:
+        try:
+            new = (folder / CELL_FILE).stat().st_mtime >= t0
+        except OSError:
+            continue
+        n += new and finished(folder, cell.digest) is not None
+    return n
 
 
 @contextmanager
@@ -202,10 +271,3 @@ def _cell_row(cell: Cell, status: str, error: str, duration: float | None) -> di
         "error": error,
         "duration_s": None if duration is None else round(float(duration), 1),
     }
-
-
-def _first_line(folder: Path) -> str:
-    try:
-        return (folder / "error.txt").read_text().splitlines()[0]
-    except (OSError, IndexError):
-        return ""

@@ -1,4 +1,4 @@
-"""One progress bar for a grid: cells done, running and failed (tqdm, on stderr)."""
+"""One progress bar for a grid: cells done, running, failed and interrupted (tqdm, on stderr)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ class GridProgress:
 
     def __init__(self, total: int, *, skipped: int = 0, label: str = "bench", show: bool = True):
         self.total, self.skipped = total, skipped
-        self.done = self.failed = self.running = 0
+        self.done = self.failed = self.interrupted = self.running = 0
         self._bar: Any = None
         if show:
             from tqdm import tqdm
@@ -30,6 +30,8 @@ class GridProgress:
         self.running = max(0, self.running - 1)
         if outcome.get("status") == "done":
             self.done += 1
+        elif outcome.get("status") == "interrupted":
+            self.interrupted += 1
         else:
             self.failed += 1
             self.write(f"failed: {outcome.get('key')}: {outcome.get('error')}")
@@ -44,6 +46,8 @@ class GridProgress:
     def _refresh(self) -> None:
         if self._bar is not None:
             text = f"done {self.done}, running {self.running}, failed {self.failed}"
+            if self.interrupted:
+                text += f", interrupted {self.interrupted}"
             if self.skipped:
                 text += f", finished before {self.skipped}"
             self._bar.set_postfix_str(text, refresh=True)

@@ -14,6 +14,7 @@ Each of these is a named section (:data:`SECTIONS`, and ``header``) that
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,12 +92,13 @@ def _header(res: Results) -> list[str]:
     meta = res.meta
     done = sum(c["status"] == "done" for c in res.cells)
     failed = sum(c["status"] == "failed" for c in res.cells)
+    stopped = sum(c["status"] == "interrupted" for c in res.cells)
     lines = [
         f"- command: `{meta.get('command', 'kgagent bench ' + str(g.path))}`",
         f"- date: {meta.get('date', '-')}; wall {meta.get('wall_min', 0):.1f} min"
         + (f"; executor: {meta['executor']}" if meta.get("executor") else ""),
         f"- cells: {len(res.cells)} ({done} finished, of which {meta.get('ran_before', 0)} "
-        f"before this command; {failed} failed)",
+        f"before this command; {failed} failed" + (f", {stopped} interrupted)" if stopped else ")"),
         f"- machine: {meta.get('machine', '-')}",
         f"- versions: {meta.get('versions', '-')}",
         "- files: runs.csv (every run), stats.csv (mean, sd, SE, IQM and its "
@@ -173,11 +175,15 @@ def _methods_table(res: Results, at: Where) -> list[str]:
     exp, env, judge, rnd = at.exp, at.env, at.judge, at.rnd
     metric = _lead(res)
     side = [m for m in SIDE if m in res.metrics and m != metric]
-    head = (
-        f"| method | {LABELS.get(metric, metric)} per seed | mean ± sd | mean ± SE | "
-        f"IQM [{res.grid.confidence:.0%} CI] | " + " | ".join(LABELS.get(m, m) for m in side) + " |"
-    )
-    lines = [head, "|" + "---|" * (5 + len(side))]
+    head = [
+        "method",
+        f"{LABELS.get(metric, metric)} per seed",
+        "mean ± sd",
+        "mean ± SE",
+        f"IQM [{res.grid.confidence:.0%} CI]",
+        *(LABELS.get(m, m) for m in side),
+    ]
+    lines = [_row(head), _rule(len(head))]
     for m in exp.methods:
         rows = res.group(exp.name, env, judge, rnd, m)
         s = res.stat(exp.name, env, judge, rnd, m, metric)
@@ -193,7 +199,7 @@ def _methods_table(res: Results, at: Where) -> list[str]:
             cells.append(
                 "-" if t is None else (f"{t['mean']:.3f}" if f == "err" else f"{t['mean']:.1f}")
             )
-        lines.append(f"| {m} | {per} | {sd} | {se} | {iqm} | " + " | ".join(cells) + " |")
+        lines.append(_row([m, per, sd, se, iqm, *cells]))
     return lines + [""] if len(lines) > 2 else []
 
 
@@ -210,15 +216,15 @@ def _paired_table(res: Results, at: Where) -> list[str]:
     lines = [
         "Paired by seed and series (difference ± SE, t with its two-sided p, pairs up / even / down):",
         "",
-        "| comparison | " + " | ".join(LABELS.get(m, m) for m in shown) + " |",
-        "|" + "---|" * (1 + len(shown)),
+        _row(["comparison", *(LABELS.get(m, m) for m in shown)]),
+        _rule(1 + len(shown)),
     ]
     for label in dict.fromkeys(p["comparison"] for p in rows):
         cells = []
         for m in shown:
             hit = [p for p in rows if p["comparison"] == label and p["metric"] == m]
             cells.append(hit[0]["text"] if hit else "-")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(_row([label, *cells]))
     return lines + [""]
 
 
@@ -228,8 +234,8 @@ def _all_figures(res: Results, at: Where) -> list[str]:
     lines = [
         "Every figure, mean ± SE:",
         "",
-        "| method | " + " | ".join(LABELS.get(m, m) for m in shown) + " |",
-        "|" + "---|" * (1 + len(shown)),
+        _row(["method", *(LABELS.get(m, m) for m in shown)]),
+        _rule(1 + len(shown)),
     ]
     for m in exp.methods:
         cells = []
@@ -243,7 +249,7 @@ def _all_figures(res: Results, at: Where) -> list[str]:
                 f"{s['mean']:.{d}f}" + (f" ± {s['se']:.{d}f}" if s["se"] is not None else "")
             )
         if any(c != "-" for c in cells):
-            lines.append(f"| {m} | " + " | ".join(cells) + " |")
+            lines.append(_row([m, *cells]))
     return lines + [""] if len(lines) > 4 else []
 
 
@@ -322,6 +328,16 @@ SECTIONS = {
 }
 #: The sections of each round, in report order (``rounds`` follows an experiment's last round).
 ROUND_SECTIONS = ("methods", "paired", "figures", "crafter")
+
+
+def _row(cells: Iterable[str]) -> str:
+    """One line of a Markdown table: as many cells as given (:func:`_rule` gives its rule)."""
+    return "| " + " | ".join(cells) + " |"
+
+
+def _rule(n: int) -> str:
+    """The line under a table's header of ``n`` cells."""
+    return "|" + "---|" * n
 
 
 def _num(v: Any) -> str:

@@ -5,7 +5,8 @@ again at any time (``kgagent bench GRID --report-only``) and is the same for cel
 run here or on Ray. Files::
 
     grid.toml        the grid file as it was run
-    cells.csv        one row per cell: status (done, failed), error line, duration
+    cells.csv        one row per cell: status (done, failed, interrupted, not run),
+                     error line, duration
     runs.csv         one row per run (cell × round): every figure
     stats.csv        per experiment, environment, judge, round and method, per figure:
                      n, mean, sd, SE, IQM and its bootstrap CI, median, min, max
@@ -28,21 +29,51 @@ import io
 import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import tomllib
+
 from kgagent.bench import stats
+from kgagent.bench.figures import ACHIEVEMENT_FIGURES
 from kgagent.bench.spec import Grid
 
 #: Figures the grid reports when present, after the grid's own metrics.
-EXTRA_METRICS = ("achievements", "unlocks_per_1000", "episode_count", "world_steps")
+EXTRA_METRICS = ACHIEVEMENT_FIGURES
 #: Identifying columns of a run.
 ID_COLUMNS = ("experiment", "env", "method", "judge", "seed", "series", "round", "run_seed")
 #: What summary.json says of the command that ran the grid (the report's header).
 RUN_META = ("command", "date", "wall_min", "executor", "ran_before", "machine", "versions")
 #: Identifying fields of a run's episodes in summary.json (the key of ``Results.episodes``).
 EPISODE_KEY = ("experiment", "env", "judge", "method", "seed", "series", "round")
+#: The columns of cells.csv (:func:`kgagent.bench.grid._cell_row`'s keys).
+CELL_COLUMNS = (
+    "key",
+    "experiment",
+    "env",
+    "method",
+    "judge",
+    "seed",
+    "series",
+    "rounds",
+    "steps",
+    "digest",
+    "status",
+    "error",
+    "duration_s",
+)
+#: The columns of stats.csv and paired.csv: where, then the statistic's fields.
+STATS_COLUMNS = (
+    *("experiment", "env", "judge", "round", "method", "metric"),
+    *(f.name for f in fields(stats.Summary)),
+)
+PAIRED_COLUMNS = (
+    *("experiment", "env", "judge", "round", "kind", "comparison", "metric", "mean_a", "mean_b"),
+    *(f.name for f in fields(stats.Paired)),
+    "text",
+)
 
 
 @dataclass
@@ -234,16 +265,16 @@ def write_results(res: Results, out: Path, *, plots: bool = True) -> dict[str, P
         "report": out / "report.md",
     }
     files["grid"].write_text(res.grid.text)
-    _csv(files["cells"], res.cells)
+    _csv(files["cells"], res.cells, CELL_COLUMNS)
     figure_cols = sorted({k for r in res.runs for k in r} - set(ID_COLUMNS))
     ordered = [m for m in res.metrics if m in figure_cols]
     ordered += [c for c in figure_cols if c not in ordered]
     _csv(files["runs"], res.runs, [*ID_COLUMNS, *ordered])
-    _csv(files["stats"], res.stats)
-    _csv(files["paired"], res.paired)
+    _csv(files["stats"], res.stats, STATS_COLUMNS)
+    _csv(files["paired"], res.paired, PAIRED_COLUMNS)
     if res.merges:
         files["merged"] = out / "merged.csv"
-        _csv(files["merged"], res.merges)
+        _csv(files["merged"], res.merges, list(dict.fromkeys(k for r in res.merges for k in r)))
     images: dict[tuple, list[str]] = {}
     if plots and res.runs and not any(res.curves.values()):
         res.meta["plots"] = "none: no step-by-step curves (a folder written by --export keeps none)"
@@ -272,8 +303,9 @@ def write_results(res: Results, out: Path, *, plots: bool = True) -> dict[str, P
     return files
 
 
-def _csv(path: Path, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
-    names = columns or (list(dict.fromkeys(k for r in rows for k in r)) if rows else ["none"])
+def _csv(path: Path, rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
+    """``rows`` under the header ``columns`` (a header alone when there are none)."""
+    names = list(columns)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=names, lineterminator="\n", extrasaction="ignore")
     w.writeheader()
@@ -345,6 +377,23 @@ def read_runs(folder: Path) -> list[dict[str, Any]]:
         }
         for row in rows
     ]
+
+
+def held_grid(folder: Path) -> str | None:
+    """The name of the grid whose results ``folder`` holds: summary.json's, else grid.toml's
+    ``name``; None when the folder holds no results or does not say."""
+    try:
+        summary = _summary(folder)
+    except ValueError:
+        summary = {}
+    name = summary.get("grid") if isinstance(summary, dict) else None
+    if isinstance(name, str) and name:
+        return name
+    try:
+        name = tomllib.loads((folder / "grid.toml").read_text()).get("name")
+    except (OSError, ValueError):  # no grid.toml, or not TOML
+        return None
+    return str(name) if name else None
 
 
 def run_meta(folder: Path) -> dict[str, Any]:

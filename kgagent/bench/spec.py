@@ -9,8 +9,9 @@ environment × method × judge × seed × series is a :class:`Cell`: one memory,
 series and round seeds of ``benchmarks/learning.py``).
 
 Everything is checked here, before the first cell starts, so a typo costs one line
-and no compute: unknown keys, unknown environments, methods and judges, bad seeds,
-and every cell's configuration (``Config.load`` of its overrides). The format is
+and no compute: unknown keys, unknown environments (a ``gym:ID`` in Gymnasium's
+registry), methods, judges and figures (``metrics``), bad seeds, and every cell's
+configuration (``Config.load`` of its overrides). The format is
 documented in docs/bench.md.
 """
 
@@ -229,7 +230,7 @@ def parse_grid(
     _known(data, _TOP | _EXPERIMENT, where)
     methods = _methods(data.get("method", {}), where)
     judges = _judges(data.get("judge", {}), where)
-    metrics = _strings(data.get("metrics", list(DEFAULT_METRICS)), f"{where}: metrics")
+    metrics = _metrics(data.get("metrics", list(DEFAULT_METRICS)), f"{where}: metrics")
     bootstrap = _int(data.get("bootstrap", 2000), f"{where}: bootstrap", low=100)
     confidence = data.get("confidence", 0.95)
     if not isinstance(confidence, float) or not 0.5 <= confidence < 1:
@@ -290,6 +291,7 @@ def _experiment(
             raise ConfigError(
                 f"{where}: unknown environment {env!r}; known: cardgame, civgame, desktop, gym:ID"
             )
+        _check_gym(env, where)
     names = _strings(d.get("methods", ["full"]), f"{where}: methods", required=True)
     for m in names:
         if m not in methods:
@@ -315,9 +317,10 @@ def _experiment(
         raise ConfigError(
             f"{where}: reference {reference!r} is not one of its methods ({', '.join(names)})"
         )
-    for dup, what in ((envs, "environment"), (names, "method"), (jnames, "judge")):
-        if len(set(dup)) != len(dup):
-            raise ConfigError(f"{where}: an {what} is named twice")
+    for listed, what in ((envs, "environment"), (names, "method"), (jnames, "judge")):
+        twice = [x for i, x in enumerate(listed) if x in listed[:i]]
+        if twice:
+            raise ConfigError(f"{where}: {what} {twice[0]!r} is listed twice")
     return Experiment(
         name=name,
         envs=envs,
@@ -374,6 +377,86 @@ def _check_config(cell: Cell, where: str) -> None:
         cell.config(0)
     except ConfigError as e:
         raise ConfigError(f"{where}: {cell.env} / {cell.method} / {cell.judge}: {e}") from None
+
+
+def known_metrics() -> list[str]:
+    """Every figure a run can have: the names a grid's ``metrics`` may give.
+
+    A run summary's numbers (:class:`~kgagent.runlog.RunSummary`; of its flags, ``alive``
+    as 0 or 1, as :func:`~kgagent.bench.figures.run_figures` keeps it), what a round itself
+    added (:data:`~kgagent.bench.cell.TABLE2_ROUND`), and the achievement figures of
+    environments that have them (:data:`~kgagent.bench.figures.ACHIEVEMENT_FIGURES`).
+    """
+    from dataclasses import fields
+
+    from kgagent.bench.cell import TABLE2_ROUND
+    from kgagent.bench.figures import ACHIEVEMENT_FIGURES, NOT_FIGURES
+    from kgagent.runlog import RunSummary
+
+    numbers = [
+        f.name
+        for f in fields(RunSummary)
+        if str(f.type).split(" | ")[0] in ("int", "float") and f.name not in NOT_FIGURES
+    ]
+    names = [*DEFAULT_METRICS, *numbers, "alive", *TABLE2_ROUND.values(), *ACHIEVEMENT_FIGURES]
+    return list(dict.fromkeys(names))
+
+
+def _metrics(v: Any, where: str) -> list[str]:
+    """``metrics``: known figure names, each once, at least one."""
+    metrics = _strings(v, where, required=True)
+    known = known_metrics()
+    for m in metrics:
+        if m not in known:
+            raise ConfigError(f"{where}: unknown figure {m!r}; known: {', '.join(known)}")
+    twice = [m for i, m in enumerate(metrics) if m in metrics[:i]]
+    if twice:
+        raise ConfigError(f"{where}: {twice[0]!r} is listed twice")
+    return metrics
+
+
+def _check_gym(env: str, where: str) -> None:
+    """A ``gym:ID`` that Gymnasium's registry lacks is refused here, not when its cells run."""
+    reason = _gym_unknown(env)
+    if reason is not None:
+        raise ConfigError(
+            f"{where}: unknown Gymnasium environment {env!r} ({reason}); list them with "
+            "python -c 'import gymnasium; gymnasium.pprint_registry()'"
+        )
+
+
+def _gym_unknown(env: str) -> str | None:
+    """Why Gymnasium's registry lacks ``env``; None when it has it or this cannot tell.
+
+    Crafter is the adapter's own; ``module:ID`` ids register themselves on import, which
+    is left to the run; without gymnasium (or, for ``ALE/`` ids, ale-py) installed here,
+    the cells may still run where it is (a Ray cluster's nodes).
+    """
+    from kgagent.bench.figures import CRAFTER_ENVS
+
+    env_id = env.removeprefix("gym:")
+    if not env.startswith("gym:") or env.lower() in CRAFTER_ENVS or ":" in env_id:
+        return None
+    try:
+        import gymnasium
+        from gymnasium.envs.registration import find_highest_version, parse_env_id
+
+        if env_id.startswith("ALE/"):  # registered by ale-py, as the adapter does
+            import ale_py
+
+            gymnasium.register_envs(ale_py)
+    except ImportError:
+        return None
+    try:
+        ns, name, version = parse_env_id(env_id)
+        if env_id in gymnasium.envs.registry:
+            return None
+        if version is None and find_highest_version(ns, name) is not None:
+            return None  # gymnasium.make takes the latest version
+        gymnasium.spec(env_id)  # raises, saying which part is unknown
+    except gymnasium.error.Error as e:
+        return " ".join(str(e).split()).rstrip(".")
+    return None
 
 
 def _methods(table: Any, where: str) -> dict[str, Method]:

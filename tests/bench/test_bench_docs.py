@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kgagent.bench import BenchOptions, load_grid, run_grid
-from kgagent.bench.docs import BenchDocsError, check_docs, update_doc
+from kgagent.bench.docs import BenchDocsError, check_docs, update_doc, update_docs
 from kgagent.bench.results import kept_records, load_results, write_results
 
 REPO = Path(__file__).resolve().parents[2]
@@ -162,6 +162,9 @@ def test_check_names_the_stale_block(kept: Path) -> None:
         ("results/kept crafter", "the results have no crafter section for experiment m"),
         ("results/kept methods seed=1", "'seed=1' is not key=value with a key of experiment,"),
         ("results/kept", "a bench block names a results folder and a section"),
+        ("/tmp/x methods", "results folder '/tmp/x' is not inside the repository; name it"),
+        ("../x methods", "results folder '../x' is not inside the repository"),
+        ("results/../../x methods", "results folder 'results/../../x' is not inside"),
     ],
 )
 def test_bad_blocks_are_one_line(kept: Path, block: str, message: str) -> None:
@@ -180,6 +183,53 @@ def test_unclosed_and_stray_markers(tmp_path: Path) -> None:
     doc.write_text("text\n<!-- /bench -->\n")
     with pytest.raises(BenchDocsError, match="page.md:2: <!-- /bench --> without a block"):
         update_doc(doc)
+
+
+def test_indented_markers_are_named_by_line(tmp_path: Path) -> None:
+    doc = _doc(tmp_path, "text\n  <!-- bench: results/kept header -->\n<!-- /bench -->\n")
+    with pytest.raises(BenchDocsError, match=r"page.md:2: an indented bench marker; start it"):
+        update_doc(doc)
+    doc.write_text("<!-- bench: results/kept header -->\n   <!-- /bench -->\n")
+    with pytest.raises(BenchDocsError, match=r"page.md:2: an indented bench marker"):
+        update_doc(doc)
+    doc.write_text("```\n  <!-- bench: results/kept header -->\n```\n")  # fenced: text
+    assert update_doc(doc) == (0, [])
+
+
+def test_a_doc_that_is_not_utf8_is_named(kept: Path) -> None:
+    bad = kept / "docs" / "bad.md"
+    bad.parent.mkdir(exist_ok=True)
+    bad.write_bytes(b"\xff<!-- bench: results/kept header -->\n")
+    r = CliRunner().invoke(_cli(), ["bench-docs", str(bad)])
+    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+    assert r.output.startswith(f"error: {bad}: not UTF-8 text (byte 0xff at offset 0)")
+
+
+def test_every_doc_is_checked_before_any_is_written(kept: Path) -> None:
+    ok = _doc(kept)
+    before = ok.read_bytes()
+    bad = kept / "docs" / "bad.md"
+    bad.write_text("<!-- bench: results/gone methods -->\n<!-- /bench -->\n")
+    r = CliRunner().invoke(_cli(), ["bench-docs", str(ok), str(bad)])
+    assert r.exit_code == 1 and f"{bad}:1: no results folder results/gone" in r.output
+    assert ok.read_bytes() == before
+    with pytest.raises(BenchDocsError):
+        update_docs([ok, bad])
+    assert ok.read_bytes() == before
+    assert [r.blocks for r in update_docs([ok])] == [3] and ok.read_bytes() != before
+
+
+def test_a_crlf_doc_keeps_its_line_endings(kept: Path) -> None:
+    lf = _doc(kept)
+    update_doc(lf)
+    crlf = kept / "docs" / "crlf.md"
+    crlf.write_bytes(DOC.replace("\n", "\r\n").encode())
+    r = CliRunner().invoke(_cli(), ["bench-docs", str(crlf)])
+    assert r.exit_code == 0, r.output
+    data = crlf.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n") and data.endswith(b"\r\n")
+    assert data.replace(b"\r\n", b"\n") == lf.read_bytes()
+    assert update_doc(crlf) == (3, [])  # current as it is
 
 
 def test_docs_bench_blocks_are_current() -> None:

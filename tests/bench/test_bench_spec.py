@@ -114,6 +114,14 @@ def test_digest_follows_the_cell_not_the_grid(tmp_path: Path) -> None:
             "two experiments",
         ),
         ('envs = ["cardgame"]\nconfidence = 2.0\n', "confidence"),
+        ('envs = ["cardgame"]\nmethods = ["full", "full"]\n', "method 'full' is listed twice"),
+        ('envs = ["cardgame", "cardgame"]\n', "environment 'cardgame' is listed twice"),
+        (
+            'envs = ["cardgame"]\nmetrics = ["nosuchmetric", "score"]\n',
+            "metrics: unknown figure 'nosuchmetric'; known: progression, score, err,",
+        ),
+        ('envs = ["cardgame"]\nmetrics = []\n', "metrics must name at least one"),
+        ('envs = ["cardgame"]\nmetrics = ["score", "score"]\n', "'score' is listed twice"),
     ],
 )
 def test_bad_grid_is_one_line(tmp_path: Path, text: str, expect: str) -> None:
@@ -142,3 +150,41 @@ def test_experiment_names(tmp_path: Path) -> None:
         tmp_path, 'name = "g2"\nenvs = ["cardgame"]\nseeds = 1\n[[experiment]]\n[[experiment]]\n'
     )
     assert [e.name for e in two.experiments] == ["experiment1", "experiment2"]
+
+
+def test_metrics_are_the_figures_of_a_run(tmp_path: Path) -> None:
+    """Every figure runs.csv can hold is a metric a grid may name (the committed results')."""
+    from kgagent.bench.results import ID_COLUMNS, read_runs
+    from kgagent.bench.spec import known_metrics
+
+    known = set(known_metrics())
+    for folder in (REPO / "docs" / "results").iterdir():
+        columns = {k for row in read_runs(folder) for k in row} - set(ID_COLUMNS)
+        assert columns <= known, (folder.name, columns - known)
+    g = _grid(tmp_path, 'envs = ["cardgame"]\nmetrics = ["score", "achievements", "nodes_added"]\n')
+    assert g.metrics == ["score", "achievements", "nodes_added"]
+
+
+def test_gym_ids_are_looked_up_when_the_grid_is_read(tmp_path: Path) -> None:
+    pytest.importorskip("gymnasium")
+    with pytest.raises(ConfigError) as e:
+        _grid(tmp_path, 'envs = ["gym:NoSuchEnv-v0"]\n')
+    msg = str(e.value)
+    assert "unknown Gymnasium environment 'gym:NoSuchEnv-v0' (" in msg and "NoSuchEnv" in msg
+    assert "\n" not in msg and "pprint_registry" in msg
+    with pytest.raises(ConfigError, match="version `v9`"):
+        _grid(tmp_path, 'envs = ["gym:CartPole-v9"]\n')
+    # known ids, an id without its version (the latest), and Crafter (the adapter's own)
+    g = _grid(tmp_path, 'envs = ["gym:CartPole-v1", "gym:CartPole", "gym:crafter"]\n')
+    assert g.experiments[0].envs == ["gym:CartPole-v1", "gym:CartPole", "gym:crafter"]
+
+
+def test_error_line_names_the_error_cleanly() -> None:
+    from kgagent.bench.cell import error_line
+    from kgagent.errors import EnvironmentError_
+
+    err = EnvironmentError_("gym:X has a Box action space;\n keys map only to Discrete actions")
+    assert error_line(err) == (
+        "EnvironmentError: gym:X has a Box action space; keys map only to Discrete actions"
+    )
+    assert error_line(ValueError("bad")) == "ValueError: bad"

@@ -108,10 +108,11 @@ def test_sigterm_stops_the_grid_and_writes_its_results(tmp_path: Path) -> None:
     proc, workers, err = _stop_when(_two_logs_with_steps, out, "--jobs", "2")
     assert proc.returncode != 0
     assert "stopping: 2 running cell(s) finish their current step" in err
-    assert err.strip().splitlines()[-1].startswith("error: interrupted: 0 cell(s) finished"), err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: interrupted: 0 cell(s) finished in this run, 2 interrupted"), err
     rows = _cells(out)
-    assert [r["status"] for r in rows] == ["failed", "failed"]
-    assert all("interrupted after" in r["error"] for r in rows), rows
+    assert [r["status"] for r in rows] == ["interrupted", "interrupted"]
+    assert all(r["error"].startswith("interrupted: round 0 stopped after ") for r in rows), rows
     assert (out / "report.md").is_file() and (out / "summary.json").is_file()
     assert len(workers) == 2 and not any(_alive(p) for p in workers)  # the pool waited
     for log in out.glob("cells/*/runs/*.jsonl"):  # each run wrote its summary

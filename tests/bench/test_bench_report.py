@@ -1,0 +1,101 @@
+"""The report's tables: header, rule and rows have as many cells, whatever the grid's
+metrics (bench-docs blocks render the same sections), and files with no rows keep a header."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgagent.bench.report import SECTIONS, Where, render_report, render_section
+from kgagent.bench.results import PAIRED_COLUMNS, STATS_COLUMNS, collect, write_results
+from kgagent.bench.spec import load_grid
+
+GRID = """
+name = "r"
+envs = ["cardgame"]
+steps = 5
+rounds = 2
+methods = ["full", "random"]
+seeds = [0, 1]
+"""
+
+
+def _results(tmp_path: Path, metrics: list[str] | None):
+    spec = tmp_path / "grid.toml"
+    extra = "" if metrics is None else f"metrics = {metrics!r}\n".replace("'", '"')
+    spec.write_text(extra + GRID)
+    grid = load_grid(spec)
+    records = []
+    for cell in grid.cells:
+        runs = []
+        for rnd in range(cell.rounds):
+            figures = {"progression": cell.seed + rnd, "score": 2.0 * cell.seed, "err": 0.5}
+            figures |= {"nodes": 3 + rnd, "skill_edges": 1, "curve": [0.0, 1.0]}
+            ids = {"experiment": cell.experiment, "env": cell.env, "method": cell.method}
+            ids |= {"judge": cell.judge, "seed": cell.seed, "series": cell.series}
+            runs.append({**ids, "round": rnd, "run_seed": cell.run_seeds[rnd], "figures": figures})
+        records.append({"digest": cell.digest, "key": cell.key, "runs": runs})
+    res = collect(grid, records)
+    res.cells = [{"key": c.key, "status": "done"} for c in grid.cells]
+    return res
+
+
+def _tables(markdown: str) -> list[list[str]]:
+    tables, current = [], []
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables + ([current] if current else [])
+
+
+def _cells(line: str) -> int:
+    assert line.startswith("|") and line.endswith("|"), line
+    return line.count("|") - 1
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        None,  # the default metrics: ERR, nodes and skill edges beside the first
+        ["score", "progression"],  # no side columns at all
+        ["progression", "err"],
+        ["err"],
+    ],
+)
+def test_tables_have_as_many_cells_in_every_line(tmp_path: Path, metrics: list[str] | None) -> None:
+    res = _results(tmp_path, metrics)
+    exp = res.grid.experiments[0]
+    markdown = [render_report(res, {})]
+    markdown += [render_section(res, name, Where(exp, "cardgame", "offline")) for name in SECTIONS]
+    tables = [t for text in markdown for t in _tables(text)]
+    assert len(tables) >= 5
+    for table in tables:
+        assert table[1].replace("|", "").strip("-") == "", table  # the rule
+        assert {_cells(line) for line in table} == {_cells(table[0])}, table
+
+
+def test_methods_table_without_err(tmp_path: Path) -> None:
+    res = _results(tmp_path, ["score", "progression"])
+    text = render_section(res, "methods", Where(res.grid.experiments[0], "cardgame", "offline"))
+    head, rule, *rows = text.splitlines()
+    assert head == "| method | score per seed | mean ± sd | mean ± SE | IQM [95% CI] |"
+    assert rule == "|---|---|---|---|---|"
+    assert rows[0].startswith("| full | 0 2 |") and _cells(rows[0]) == 5
+
+
+def test_files_without_rows_hold_their_header(tmp_path: Path) -> None:
+    res = _results(tmp_path, None)
+    empty = collect(res.grid, [])
+    write_results(empty, tmp_path / "out", plots=False)
+    assert (tmp_path / "out" / "stats.csv").read_text() == ",".join(STATS_COLUMNS) + "\n"
+    assert (tmp_path / "out" / "paired.csv").read_text() == ",".join(PAIRED_COLUMNS) + "\n"
+    cells = (tmp_path / "out" / "cells.csv").read_text()
+    assert cells.startswith("key,experiment,env,method,judge,seed,series,") and "none" not in cells
+    full = tmp_path / "full"
+    write_results(res, full, plots=False)
+    assert (full / "stats.csv").read_text().splitlines()[0] == ",".join(STATS_COLUMNS)
+    assert (full / "paired.csv").read_text().splitlines()[0] == ",".join(PAIRED_COLUMNS)
