@@ -54,6 +54,8 @@ def parse_param(item: str) -> tuple[str, Any]:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         return key, raw
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        raise QueryError(f"--param {key}: {value} is outside the engines' 64-bit integers")
     if isinstance(value, (bool, int, float, str, list)):
         return key, value
     return key, raw  # dates, tables: keep the text

@@ -241,10 +241,15 @@ class Lifecycle(MemoryCore):
         self.engine = manifest.get("engine", "kuzu")
         wanted = engine_name(self.config.memory.engine)
         if wanted != self.engine:
+            how = (
+                f"KGAGENT_ENGINE={os.environ['KGAGENT_ENGINE']} in the environment chooses the "
+                f"engine (over memory.engine): set it to {self.engine} or unset it"
+                if os.environ.get("KGAGENT_ENGINE")
+                else f"set memory.engine={self.engine} (or KGAGENT_ENGINE={self.engine})"
+            )
             raise MemoryStoreError(
-                f"this memory was written by the {self.engine} engine, not {wanted}; "
-                f"set memory.engine={self.engine} (or KGAGENT_ENGINE={self.engine}), or move it with "
-                "`kgagent memory export` / `kgagent memory import`"
+                f"this memory was written by the {self.engine} engine, not {wanted}; {how}, "
+                "or move it with `kgagent memory export` / `kgagent memory import`"
             )
         latest = migrations.latest_version()
         recorded = int(manifest.get("schema_version", 0))

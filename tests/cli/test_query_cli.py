@@ -19,6 +19,7 @@ from kgagent.cli.query import parse_param
 
 from kgagent.actions import Operation
 from kgagent.config import Config
+from kgagent.errors import QueryError
 from kgagent.memory import EncoderSpec, Memory
 from kgagent.memory.engine import engine_name
 
@@ -97,6 +98,8 @@ def test_param_values_are_toml_scalars() -> None:
     assert parse_param('s="17"') == ("s", "17")
     assert parse_param("state=s-123") == ("state", "s-123")
     assert parse_param("xs=[1, 2]") == ("xs", [1, 2])
+    with pytest.raises(QueryError, match="outside the engines' 64-bit integers"):
+        parse_param("v=99999999999999999999999")
 
 
 def test_raw_file_stdin_and_formats(mem, tmp_path: Path) -> None:

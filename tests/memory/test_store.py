@@ -391,13 +391,20 @@ def test_older_schema_migrated_after_backup(populated, config: Config, monkeypat
     assert read_manifest(populated.path)["schema_version"] == old + 1
 
 
-def test_engine_mismatch_message(populated, config: Config) -> None:
+def test_engine_mismatch_message(populated, config: Config, monkeypatch) -> None:
     man = read_manifest(populated.path)
     other = "kuzu" if _engine(config) == "ladybug" else "ladybug"
     man["engine"] = other
     write_manifest(populated.path, man)
     with pytest.raises(MemoryStoreError, match=rf"written by the {other} engine.*memory export"):
         Memory.open(populated.path, config)
+    # the variable chooses over memory.engine: the message names it, not the field
+    from dataclasses import replace
+
+    monkeypatch.setenv("KGAGENT_ENGINE", _engine(config))
+    asked = replace(config, memory=replace(config.memory, engine=other))
+    with pytest.raises(MemoryStoreError, match=rf"KGAGENT_ENGINE={_engine(config)} in the"):
+        Memory.open(populated.path, asked)
 
 
 def test_not_a_memory_and_missing_memory(tmp_path) -> None:
