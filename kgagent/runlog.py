@@ -159,11 +159,21 @@ class RunSummary:
     executions_by_path: dict[str, list[int]] = field(default_factory=dict)
     estimated_tokens: int = 0  # of ``tokens``, estimated (replies without usage)
     late_changes: int = 0  # changes found after an action had settled (step lines' sum)
-    stopped: str = "steps"  # steps | terminated | episode_limit | interrupted | budget
+    stopped: str = "steps"  # steps | terminated | episode_limit | interrupted | budget | endpoint
     episodes: int = 1
     duration_s: float = 0.0
     log_path: str | None = None
     memory_path: str | None = None
+    # who answered the VLM roles, and how (None: not recorded; older logs, killed runs)
+    brain: str | None = None  # vlm | offline
+    brain_model: str | None = None
+    brain_endpoint: str | None = None  # the base URL requests went to
+    brain_calls: int | None = None  # role calls
+    brain_requests: int | None = None  # HTTP requests, retries and steps down included
+    brain_failed_calls: int | None = None  # role calls the endpoint could not answer
+    brain_offline_calls: int | None = None  # answered offline: failed, paused, known, stopping
+    #: some tokens were estimated (replies without usage), so the cost is an estimate too
+    cost_estimated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -185,7 +195,7 @@ class RunSummary:
                 f"{self.tokens}"
                 + (f" ({self.estimated_tokens} estimated)" if self.estimated_tokens else ""),
             ),
-            ("cost", f"${self.cost_usd:.4f} (${self.cost_per_100_steps:.4f} / 100 steps)"),
+            ("cost", self._cost()),
             ("library size", _known(self.library_size)),
             ("skills augmented", _known(self.skills_augmented, " (in the memory, all runs)")),
             ("skills pruned", _known(self.skills_pruned, " (in the memory, all runs)")),
@@ -199,10 +209,35 @@ class RunSummary:
         if self.late_changes:
             late = f"{self.late_changes} changes came after an action had settled"
             rows.insert(7, ("late changes", late))
+        if self.brain is not None:
+            at = rows.index(next(r for r in rows if r[0] == "tokens"))
+            rows[at:at] = self._brain_rows()
         if self.log_path:
             rows.append(("step log", self.log_path))
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+    def _cost(self) -> str:
+        estimated = self.cost_estimated or self.estimated_tokens > 0
+        what = ", estimated: replies without token counts" if estimated else ""
+        return f"${self.cost_usd:.4f} (${self.cost_per_100_steps:.4f} / 100 steps{what})"
+
+    def _brain_rows(self) -> list[tuple[str, str]]:
+        """``brain`` and ``role calls`` rows; a figure the log lacks is shown as ``-``."""
+        who = str(self.brain)
+        if self.brain_model:
+            who += f": model {self.brain_model}"
+        if self.brain_endpoint:
+            who += f" at {self.brain_endpoint}"
+        calls = _known(self.brain_calls)
+        if self.brain == "offline":
+            return [("brain", who), ("role calls", f"{calls} (answered offline, no requests)")]
+        figures = (
+            f"{calls}: {_known(self.brain_requests)} requests, "
+            f"{_known(self.brain_failed_calls)} failed, "
+            f"{_known(self.brain_offline_calls)} answered offline"
+        )
+        return [("brain", who), ("role calls", figures)]
 
 
 def _known(n: int | None, unit: str = "") -> str:
@@ -243,10 +278,13 @@ def summarise(
     truth: dict[str, Any],
     stopped: str,
     duration_s: float,
+    brain: dict[str, Any] | None = None,
 ) -> RunSummary:
     """Build a summary from step-log dicts (shared by the runner and `kgagent runs show`).
     ``stats``: the memory's graph at the end (``GraphStats``); None when not known (a run
-    killed before its summary line): its figures are then None."""
+    killed before its summary line): its figures are then None. ``brain``: the brain's
+    ``figures()`` (kind, model, endpoint, calls, requests, failed_calls, offline_calls);
+    None when not known: the brain fields are then None."""
 
     def graph(name: str) -> int | None:
         return None if stats is None else int(stats.get(name, 0))
@@ -256,6 +294,8 @@ def summarise(
     valid = sum(1 for e in executions if e.get("valid_transition"))
     steps = len(records)
     cost = float(sum(r.get("cost_usd", 0.0) for r in records))
+    estimated = int(sum(r.get("estimated_tokens", 0) for r in records))
+    b = brain or {}
     return RunSummary(
         env=env,
         seed=seed,
@@ -269,7 +309,8 @@ def summarise(
         valid_executions=valid,
         actions=int(sum(r.get("actions", 0) for r in records)),
         tokens=int(sum(r.get("tokens", 0) for r in records)),
-        estimated_tokens=int(sum(r.get("estimated_tokens", 0) for r in records)),
+        estimated_tokens=estimated,
+        cost_estimated=estimated > 0,
         cost_usd=cost,
         cost_per_100_steps=100.0 * cost / steps if steps else 0.0,
         library_size=graph("library_size"),
@@ -285,6 +326,13 @@ def summarise(
         late_changes=sum(int(r.get("late_changes", 0)) for r in records),
         stopped=stopped,
         duration_s=duration_s,
+        brain=b.get("kind"),
+        brain_model=b.get("model"),
+        brain_endpoint=b.get("endpoint"),
+        brain_calls=b.get("calls"),
+        brain_requests=b.get("requests"),
+        brain_failed_calls=b.get("failed_calls"),
+        brain_offline_calls=b.get("offline_calls"),
     )
 
 

@@ -146,6 +146,13 @@ def test_text_fields_take_the_override_as_text():
         ("run.ablation=bogus", 'run.ablation = "bogus": must be one of full, no_similarity'),
         ("brain.image_detail=max", 'brain.image_detail = "max": must be one of low, high, auto'),
         ("brain.jpeg_quality=0", "brain.jpeg_quality = 0: must be an integer in [1, 100]"),
+        (
+            "brain.base_url=localhost:8000/v1",
+            'brain.base_url = "localhost:8000/v1": must be a non-empty string starting with '
+            "http:// or https://, e.g. http://localhost:8000/v1 (or none)",
+        ),
+        ("brain.base_url=ftp://host/v1", 'brain.base_url = "ftp://host/v1": must be'),
+        ("brain.base_url=http://", 'brain.base_url = "http://": must be'),
         ("desktop.noise_margin=0.5", "desktop.noise_margin = 0.5: must be a number >= 1"),
         (
             "perception.change_threshold=255",
@@ -179,6 +186,37 @@ def test_refused_values_in_a_config_file(tmp_path, toml, message):
     with pytest.raises(ConfigError) as e:
         Config.load(p)
     assert str(e.value).startswith(message), str(e.value)
+
+
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ("sk-abc123secret", "looks like a key"),
+        ("sk-proj-" + "Ab1" * 16, "looks like a key"),
+        ("0123456789abcdef0123456789", "looks like a key"),
+        ("MY-KEY", "not starting with a digit"),
+        ("1KEY", "not starting with a digit"),
+        ("MY KEY", "not starting with a digit"),
+    ],
+)
+def test_a_key_variable_that_is_no_variable_name_is_refused_unseen(tmp_path, value, says):
+    """A key pasted into brain.api_key_env is refused, and the refusal does not repeat it
+    (the start line and the step log's header would have kept it)."""
+    p = tmp_path / "k.toml"
+    p.write_text(f'[brain]\napi_key_env = "{value}"\n')
+    cfg = Config()
+    cfg.brain.api_key_env = value
+    for load in (
+        lambda: Config.load(None, [f"brain.api_key_env={value}"]),
+        lambda: Config.load(p),
+        cfg.validate,
+    ):
+        with pytest.raises(ConfigError) as e:
+            load()
+        msg = str(e.value)
+        assert value not in msg and says in msg and "\n" not in msg
+        assert msg.startswith("brain.api_key_env ")
+    assert Config.load(None, ["brain.api_key_env=_MY_KEY2"]).brain.api_key_env == "_MY_KEY2"
 
 
 def test_values_set_in_code_are_checked_by_validate():

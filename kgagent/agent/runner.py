@@ -9,8 +9,9 @@ A run writes one JSONL step log (:mod:`kgagent.runlog`; format in ``docs/agent.m
 A run is one or more episodes: when the program ends before the step budget (a game
 over, a launched program that exits) and the environment restarts
 (``run.restart``), the next episode begins on the same memory. Ctrl-C or SIGTERM (what
-``kill``, ``timeout``, ``docker stop`` and job schedulers send) finishes the current step,
-writes the summary and stops; memory and environment are always closed in ``finally``.
+``kill``, ``timeout``, ``docker stop`` and job schedulers send) finishes the current step
+(the brain asks its endpoint nothing more: see :class:`_StopFlag`), writes the summary and
+stops; memory and environment are always closed in ``finally``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from kgagent.brain.base import Brain
+from kgagent.brain.endpoint import EndpointUnusable
 from kgagent.config import Config
 from kgagent.envs.base import Env
 from kgagent.errors import BudgetExceeded, ConfigError
@@ -46,14 +48,18 @@ class _StopFlag:
 
     A second Ctrl-C stops at once (a person at the keyboard who will not wait). SIGTERM
     only ever asks for the graceful stop, however often it comes: a program that means
-    "now" sends SIGKILL after it, as ``docker stop`` and ``timeout -k`` do.
+    "now" sends SIGKILL after it, as ``docker stop`` and ``timeout -k`` do. The first
+    signal also tells the brain (``on_stop``: :meth:`Brain.interrupt`), which sends no
+    new request and abandons the one in flight, so the step ends in seconds.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, log: Log) -> None:
+    def __init__(self, log: Log, on_stop: Callable[[], None] | None = None) -> None:
         self.stop = False
         self._log = log
+        #: told at the first signal, last (the brain: it may cut a request short by raising)
+        self._on_stop = on_stop
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> _StopFlag:
@@ -72,6 +78,8 @@ class _StopFlag:
         what = "interrupted" if signum == signal.SIGINT else "SIGTERM"
         again = " (Ctrl-C again to abort)" if signum == signal.SIGINT else ""
         self._log(f"{what}: finishing the current step, then stopping{again}")
+        if self._on_stop is not None:
+            self._on_stop()
 
     def __exit__(self, *exc: object) -> None:
         for sig, old in self._old.items():
@@ -189,7 +197,7 @@ class Runner:
             screen = self._screen(env)
             in_episode = 0
             bar = _progress(n_steps, self.progress)
-            with log_path.open("w") as fh, _StopFlag(self.log) as flag:
+            with log_path.open("w") as fh, _StopFlag(self.log, brain.interrupt) as flag:
                 out = RunLogWriter(fh)
                 out.write("run", self._header(encoder, brain, env.size))
                 try:
@@ -230,6 +238,9 @@ class Runner:
                             stopped = "terminated"
                 except KeyboardInterrupt:
                     stopped = "interrupted"
+                except EndpointUnusable:
+                    stopped = "endpoint"  # the CLI prints why, in one line
+                    raise
                 finally:
                     if bar is not None:
                         bar.close()
@@ -248,6 +259,7 @@ class Runner:
                         truth=truth,
                         stopped=stopped,
                         duration_s=time.perf_counter() - t0,
+                        brain=brain.figures(),
                     )
                     summary.episodes = episodes
                     summary.log_path = str(log_path)

@@ -21,13 +21,16 @@ from kgagent.brain.base import (
     Usage,
     View,
 )
+from kgagent.brain.endpoint import BASE_URL_ENV, EndpointUnusable, endpoint_url
 from kgagent.config import BrainConfig
+from kgagent.config_fields import refusal, spec_of
 from kgagent.errors import ConfigError
 
 __all__ = [
     "Brain",
     "ClusterAssignment",
     "ClusterView",
+    "EndpointUnusable",
     "Judgement",
     "SkillText",
     "SkillView",
@@ -43,16 +46,23 @@ KINDS = ("auto", "vlm", "offline")
 def make_brain(cfg: BrainConfig, *, seed: int = 0, log: Callable[[str], None] = print) -> Brain:
     """The brain ``cfg.kind`` asks for; ``"auto"`` uses an endpoint only if one is configured.
 
-    An endpoint counts as configured when ``cfg.base_url`` is set (a local
-    server needs no key) or the key variable ``cfg.api_key_env`` is non-empty
-    (the SDK's default OpenAI URL is used). ``log`` hears once which brain runs,
-    and later what a user should know about the endpoint (a refused answer mode,
-    estimated tokens, a pause of the circuit breaker).
+    An endpoint counts as configured when ``cfg.base_url`` is set (a local server needs
+    no key), or ``$OPENAI_BASE_URL`` is (the openai SDK's own variable, used when
+    ``base_url`` is unset), or the key variable ``cfg.api_key_env`` is non-empty (the
+    OpenAI API). With ``$OPENAI_BASE_URL`` in use, its URL is written into
+    ``cfg.base_url``, so a run header records the endpoint requests went to. ``log``
+    hears once which brain runs, and later what a user should know about the endpoint
+    (a refused answer mode, estimated tokens, a pause of the circuit breaker).
     """
     if cfg.kind not in KINDS:
         raise ConfigError(f"brain.kind must be one of {', '.join(KINDS)}, not {cfg.kind!r}")
+    for name in ("api_key_env", "base_url"):  # a config built in code was never validated
+        spec = spec_of(BrainConfig, "brain", name)
+        if why := refusal(spec, getattr(cfg, name)):
+            raise ConfigError(why)
     has_key = bool(os.environ.get(cfg.api_key_env))
-    configured = bool(cfg.base_url) or has_key
+    url, source = endpoint_url(cfg) if cfg.kind != "offline" else ("", "")
+    configured = source != "the OpenAI API" or has_key
     if cfg.kind == "vlm" and not configured:
         raise ConfigError(
             f"brain.kind='vlm' needs an endpoint: set brain.base_url (e.g. "
@@ -61,9 +71,14 @@ def make_brain(cfg: BrainConfig, *, seed: int = 0, log: Callable[[str], None] = 
     if cfg.kind == "vlm" or (cfg.kind == "auto" and configured):
         from kgagent.brain.vlm import VLMBrain  # the openai SDK only when it is used
 
-        where = cfg.base_url or "the OpenAI API"
+        if source == f"${BASE_URL_ENV}":
+            cfg.base_url = url
         brain = VLMBrain(cfg, log=log)
         price = brain.chat
+        where = {
+            "brain.base_url": url,
+            "the OpenAI API": f"the OpenAI API ({url})",
+        }.get(source, f"{url} (from {source})")
         log(
             f"brain: vlm, model {cfg.model} at {where} (${price.price_in:g} / "
             f"${price.price_out:g} per million tokens in / out, from {price.price_source})"
@@ -72,10 +87,17 @@ def make_brain(cfg: BrainConfig, *, seed: int = 0, log: Callable[[str], None] = 
     from kgagent.brain.offline import OfflineBrain
 
     if cfg.kind == "auto":
-        log(
-            "brain: offline (no endpoint configured; set brain.base_url or "
-            f"${cfg.api_key_env} to use a VLM)"
-        )
+        if cfg.model != BrainConfig().model:
+            log(
+                f"brain: offline; warning: brain.model is {cfg.model!r} but no endpoint is "
+                f"configured, so no model is asked: set brain.base_url (--brain-url, e.g. "
+                f"http://localhost:11434/v1) or ${cfg.api_key_env} to use it"
+            )
+        else:
+            log(
+                "brain: offline (no endpoint configured; set brain.base_url or "
+                f"${cfg.api_key_env} to use a VLM)"
+            )
     else:
         log("brain: offline")
     return OfflineBrain(cfg, seed=seed)

@@ -6,14 +6,15 @@ game-agnostic, visual signals only). The agent loop talks only to
 :class:`Brain`. A brain never raises on a bad reply: the VLM brain answers a
 role it could not get from its endpoint with the offline brain's answer and
 says so in a note (:meth:`Brain.take_notes`), which the loop writes into the
-step record. Only :class:`kgagent.errors.BudgetExceeded` escapes, to stop a
-run cleanly.
+step record. Only :class:`kgagent.errors.BudgetExceeded` and
+:class:`kgagent.brain.endpoint.EndpointUnusable` escape, to stop a run cleanly.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -165,6 +166,33 @@ class Brain(ABC):
             notes.append(f"(and {dropped} more notes like these)")
         self._notes, self._dropped_notes = [], 0
         return notes
+
+    def interrupt(self) -> None:
+        """The run is stopping (the first Ctrl-C or SIGTERM): ask nothing more.
+
+        Called from the runner's signal handler. A brain with an endpoint sends no new
+        request, retry or backoff wait from now on, abandons the one in progress and
+        answers the remaining role calls offline, with a note. A brain without one has
+        nothing to do.
+        """
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """Who answers the roles, for the run summary: ``kind``, ``model``, ``endpoint``
+        (None where the brain has none)."""
+        return {"kind": getattr(self, "name", "brain"), "model": None, "endpoint": None}
+
+    def figures(self) -> dict[str, Any]:
+        """:meth:`describe` and the running totals of the run summary: role calls, HTTP
+        requests, failed calls, calls answered offline."""
+        u = self.usage
+        return {
+            **self.describe(),
+            "calls": u.calls,
+            "requests": u.requests,
+            "failed_calls": u.failed_calls,
+            "offline_calls": u.offline_calls,
+        }
 
     @abstractmethod
     def describe_skill(self, operations: list[Operation], tr: Transition) -> SkillText | None:

@@ -24,13 +24,27 @@ the call gives up. Timeouts, connection errors, 408/409/429/5xx and unusable
 replies are retried up to ``max_retries`` times with exponential backoff (a
 ``Retry-After`` header replaces the delay, capped). Every reply is billed to
 :class:`~kgagent.brain.base.Usage`, exact from ``usage`` or estimated and marked
-(:mod:`kgagent.brain.pricing`). Errors keep the server's own message, on one line.
+(:mod:`kgagent.brain.pricing`). Errors keep the server's own message, on one line,
+with the key taken out (:class:`~kgagent.brain.endpoint.Redactor`).
+
+Failures that asking again cannot fix (a refused key, no such model or path, a model
+that takes no images, a streaming-only server) are neither retried nor negotiated: the
+record names their kind (``CallRecord.unfixable``) and the brain decides whether they
+end the run. A reply that is not a chat completion (an HTML page, an empty body) is
+said to be one, and not billed.
+
+When the run is stopping (:meth:`ChatClient.interrupt`, from the first Ctrl-C), no new
+request, retry or backoff wait starts, and the request or wait in progress is abandoned:
+``interrupt`` raises :class:`RequestAbandoned` in the thread that waits, which ``call``
+catches.
 """
 
 from __future__ import annotations
 
 import email.utils
 import io
+import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +56,13 @@ from PIL import Image
 
 from kgagent.brain import pricing, prompts
 from kgagent.brain.base import Usage
+from kgagent.brain.endpoint import (
+    Redactor,
+    body_summary,
+    connection_cause,
+    endpoint_url,
+    unfixable,
+)
 from kgagent.brain.reply import (
     InvalidReply,
     NoToolCall,
@@ -77,6 +98,22 @@ class CallRecord:
     estimated: bool = False
     cost_usd: float = 0.0
     error: str = ""
+    #: the kind of a failure that asking again cannot fix (endpoint.unfixable), or ""
+    unfixable: str = ""
+    #: the call ended because the run is stopping (no request, or one abandoned)
+    stopped: bool = False
+
+
+class RequestAbandoned(KeyboardInterrupt):
+    """Raised by :meth:`ChatClient.interrupt` inside the request or wait it cuts short.
+
+    A ``KeyboardInterrupt`` so that no library on the way swallows it as an error, and
+    so that, should it ever pass the client, the run still stops as on Ctrl-C.
+    """
+
+
+#: why a call that the stop cut short answered nothing
+STOPPING = "the run is stopping"
 
 
 class EndpointMemory:
@@ -184,6 +221,38 @@ def retry_after(exc: BaseException) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+class NotACompletion(Exception):
+    """A 2xx reply that is no chat completion: not JSON (an HTML page, ``OK``, nothing),
+    or JSON without ``choices``. The base URL most likely names something else."""
+
+
+def completion(raw: Any) -> Any:
+    """The chat completion in a raw SDK response, or :class:`NotACompletion` saying what came."""
+    ctype = raw.headers.get("content-type")
+    try:
+        parsed = raw.parse()
+    except ValueError:  # the body is not JSON (json.JSONDecodeError)
+        parsed = None
+    if parsed is None or isinstance(parsed, (str, bytes)):
+        what = body_summary(ctype, _text(raw))
+        raise NotACompletion(
+            f"the server's reply is not JSON ({what}); is brain.base_url the API's address?"
+        )
+    if getattr(parsed, "choices", None) is None:
+        raise NotACompletion(
+            "the server's reply is JSON but no chat completion (it has no choices); "
+            "is brain.base_url the API's address?"
+        )
+    return parsed
+
+
+def _text(raw: Any) -> str:
+    try:
+        return str(raw.http_response.text)
+    except Exception:  # noqa: BLE001 - a body that cannot be decoded is described as empty
+        return ""
+
+
 class ChatClient:
     """Role calls against one endpoint (see the module docstring).
 
@@ -204,25 +273,35 @@ class ChatClient:
         log: Callable[[str], None] = lambda s: None,
         note: Callable[[str], None] = lambda s: None,
     ) -> None:
-        import os
-
         self.cfg = cfg
         self.settings = settings
         self._usage = usage
+        #: where requests go, and where that came from (brain.base_url, $OPENAI_BASE_URL…)
+        self.base_url, self.url_source = endpoint_url(cfg)
+        secret = os.environ.get(cfg.api_key_env) or ""
+        self.key_set = bool(secret)
+        #: takes the key out of any text about the endpoint (messages, notes, errors)
+        self.redact = Redactor(secret)
         self.client = client or openai.OpenAI(
-            base_url=cfg.base_url,
-            api_key=os.environ.get(cfg.api_key_env) or "none",
+            base_url=self.base_url,
+            api_key=secret or "none",
             timeout=cfg.timeout_s,
             max_retries=0,
         )
         self.endpoints = endpoints if endpoints is not None else ENDPOINTS
-        self.key = (cfg.base_url or "https://api.openai.com/v1", cfg.model)
+        self.key = (self.base_url, cfg.model)
         self._sleep = sleep
-        self._log = log
-        self._note = note
+        self._log = lambda line: log(self.redact(line))
+        self._note = lambda line: note(self.redact(line))
+        #: the endpoint has sent a chat completion in this run (its key, model and URL work)
+        self.answered = False
+        #: the run is stopping: no new request (see :meth:`interrupt`)
+        self.stopping = False
+        self._waiting: int | None = None  # the thread inside a request or backoff wait
+        self._what = "request in flight"  # which of the two, for the note
         self.price_in, self.price_out, self.price_source = pricing.price_for(
             cfg.model,
-            cfg.base_url,
+            self.base_url,
             settings.prices,
             settings.price_in_per_mtok,
             settings.price_out_per_mtok,
@@ -254,8 +333,51 @@ class ChatClient:
         retries: int,
     ) -> tuple[CallRecord, Any]:
         """One role call; ``(record, result)`` with ``record.ok`` False when it failed."""
-        cfg = self.cfg
         record = CallRecord(role=role, mode=self.mode)
+        result = None
+        try:
+            result = self._tries(record, text, images, check, retries)
+        except RequestAbandoned:
+            self._waiting = None
+            record.ok, record.stopped = False, True
+            record.error = f"{STOPPING}: the {self._what} was abandoned"
+        record.attempts = max(record.attempts, 1)
+        record.error = self.redact(record.error) if record.error else ""
+        return record, result
+
+    def interrupt(self) -> None:
+        """The run is stopping: start no request, retry or wait from now on.
+
+        Called from the signal handler of the first Ctrl-C, which runs in the main
+        thread: when that thread is inside a request or a backoff wait of this client,
+        :class:`RequestAbandoned` is raised there, and :meth:`call` ends the call.
+        """
+        self.stopping = True
+        if self._waiting is not None and self._waiting == threading.get_ident():
+            raise RequestAbandoned
+
+    def _cut_short(self, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """``fn(*args, **kw)``, which :meth:`interrupt` may abandon (see there); ``what``
+        it is, for the note."""
+        self._what = what
+        try:
+            self._waiting = threading.get_ident()
+            if self.stopping:  # the stop came just before
+                raise RequestAbandoned
+            return fn(*args, **kw)
+        finally:
+            self._waiting = None
+
+    def _tries(
+        self,
+        record: CallRecord,
+        text: str,
+        images: list[tuple[str, np.ndarray]],
+        check: Callable[[dict[str, Any]], Any],
+        retries: int,
+    ) -> Any:
+        """The requests of one call, until one answers; the result, or None."""
+        cfg, role = self.cfg, record.role
         params = self.endpoints.params.setdefault(self.key, {})
         encoded = [
             (label, *encode_image(img, cfg.image_max_side, cfg.image_format, cfg.jpeg_quality))
@@ -264,6 +386,9 @@ class ChatClient:
         max_tokens = cfg.max_output_tokens
         raised = False
         while record.attempts <= retries:
+            if self.stopping:
+                record.stopped, record.error = True, STOPPING
+                return None
             request = self._request(role, record.mode, text, encoded, max_tokens, params)
             sizes = [size for _, _, size in encoded]
             self._check_budget(request, sizes)
@@ -271,26 +396,39 @@ class ChatClient:
             self._usage().requests += 1
             delay: float | None = None
             try:
-                response = self.client.chat.completions.create(**request)
+                raw = self._cut_short(
+                    "request in flight",
+                    self.client.chat.completions.with_raw_response.create,
+                    **request,
+                )
+                response = completion(raw)
             except openai.APIStatusError as e:
-                msg = f"HTTP {e.status_code}: {server_message(e)}"
+                said = server_message(e)
+                msg = f"HTTP {e.status_code}: {said}"
                 record.error = msg
                 if self._adapt_params(e, request, params):
                     continue
+                kind = unfixable(e.status_code, said, e.body)
+                if kind:
+                    record.unfixable = kind
+                    break  # asking again, or otherwise, will not help
                 if self._form_refused(e) and self._step_down(record, msg, sure=self._names_mode(e)):
                     continue
                 if e.status_code not in RETRY_STATUSES and e.status_code < 500:
-                    break  # 400/401/404...: asking again will not help
+                    break  # 400/422... once negotiation has nothing left: asking again will not help
                 after = retry_after(e)
                 if after is not None:
                     delay = min(after, cfg.retry_after_cap_s)
             except openai.APITimeoutError:
                 record.error = f"timed out after {cfg.timeout_s:g} s"
             except openai.APIConnectionError as e:
-                record.error = one_line(f"connection error: {e}")
+                record.error = one_line(f"connection error: {connection_cause(e)}")
+            except NotACompletion as e:
+                record.error = str(e)
             except Exception as e:  # noqa: BLE001 - a brain never crashes the loop
                 record.error = one_line(f"{type(e).__name__}: {e}")
             else:
+                self.answered = True
                 self._account(response, request, sizes, record)
                 try:
                     try:
@@ -325,14 +463,12 @@ class ChatClient:
                 else:
                     record.ok, record.error = True, ""
                     self._remember(record.mode)
-                    return record, result
+                    return result
             record.attempts += 1
-            if record.attempts <= retries:
-                self._sleep(
-                    delay if delay is not None else cfg.backoff_s * 2 ** (record.attempts - 1)
-                )
-        record.attempts = max(record.attempts, 1)
-        return record, None
+            if record.attempts <= retries and not self.stopping:
+                wait = delay if delay is not None else cfg.backoff_s * 2 ** (record.attempts - 1)
+                self._cut_short("wait before a retry", self._sleep, wait)
+        return None
 
     # ------------------------------------------------------------- negotiation
     def _form_refused(self, e: openai.APIStatusError) -> bool:

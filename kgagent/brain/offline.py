@@ -41,6 +41,8 @@ change any answer; it is accepted for the same constructor as other brains.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from kgagent.actions import Operation
@@ -151,6 +153,10 @@ class OfflineBrain(Brain):
         if self.cfg.offline_text_progress:
             roles.add("evaluate")
         self.label_roles = frozenset(roles)
+
+    def figures(self) -> dict[str, Any]:
+        """Every role call is answered offline, none by a request (see :meth:`Brain.figures`)."""
+        return {**super().figures(), "offline_calls": self.usage.calls}
 
     # ---------------------------------------------------------------- signals
     def changed(self, tr: Transition) -> bool:

@@ -8,7 +8,9 @@ server cannot do what was asked" from "the model answered badly".
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from typing import Any
 
 
@@ -156,6 +158,7 @@ def server_message(exc: Any) -> str:
 
     The SDK keeps the body's ``error`` member (OpenAI, Ollama: an object with
     ``message``; LM Studio: a string) or the whole body (vLLM: ``{"message": ...}``).
+    A body that is an HTML page (a proxy's 502) is reduced to its title.
     """
     body = getattr(exc, "body", None)
     msg: Any = None
@@ -166,7 +169,28 @@ def server_message(exc: Any) -> str:
         if msg is None and body:
             msg = json.dumps(body)
     elif isinstance(body, str):
-        msg = body
+        msg = html_text(body) if is_html(body) else body
     if not msg:
         msg = getattr(exc, "message", None) or str(exc)
     return one_line(msg)
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def is_html(text: str) -> bool:
+    """The text is an HTML page (or starts like one)."""
+    head = text.lstrip()[:200].lower()
+    return head.startswith(("<!doctype html", "<html", "<head", "<body")) or "<title" in head
+
+
+def html_text(text: str, limit: int = 120) -> str:
+    """An HTML page in a few words: its ``<title>``, else its first line of text."""
+    m = _TITLE.search(text)
+    if m and m.group(1).strip():
+        return one_line(html.unescape(m.group(1)), limit)
+    for line in _TAG.sub("\n", text).splitlines():
+        if line.strip():
+            return one_line(html.unescape(line), limit)
+    return "an empty page"

@@ -25,10 +25,19 @@ Prompts are bounded (:mod:`kgagent.brain.relevance`): ``choose_cluster`` and
 ``cluster_skills`` offer the nearest clusters only, under a character cap, and
 ``cluster_skills`` sends the skills in batches whose answers fit ``max_tokens``.
 
+A failure that cannot fix itself (a refused key, no such model or URL, a model that
+takes no images, a streaming-only server) on an endpoint that has not answered once in
+this run ends the run with :class:`~kgagent.brain.endpoint.EndpointUnusable`: one line
+that names the cause and what to check. Once the endpoint has answered, the same
+failures degrade like any other.
+
+The first Ctrl-C of a run (:meth:`VLMBrain.interrupt`) stops the requests: the one in
+flight is abandoned, and the step's remaining role calls are answered offline, noted.
+
 Accounting: :attr:`Brain.usage` holds running totals (tokens — exact or marked
 estimated —, cost, calls, requests); the loop logs the difference per step, and
 :attr:`VLMBrain.last_call` describes the most recent role call. Only
-:class:`BudgetExceeded` escapes.
+:class:`BudgetExceeded` and :class:`~kgagent.brain.endpoint.EndpointUnusable` escape.
 """
 
 from __future__ import annotations
@@ -61,6 +70,7 @@ from kgagent.brain.client import (
     EndpointMemory,
     image_data_url,
 )
+from kgagent.brain.endpoint import failure_text, setup_error
 from kgagent.brain.offline import OfflineBrain
 from kgagent.brain.relevance import (
     batch_size,
@@ -106,7 +116,7 @@ class VLMBrain(Brain):
         self.cfg = cfg
         self.settings = BrainSettings.of(cfg)
         self.offline = OfflineBrain(cfg)
-        self._log = log or _logger.warning
+        say = log or _logger.warning
         self.chat = ChatClient(
             cfg,
             self.settings,
@@ -114,9 +124,10 @@ class VLMBrain(Brain):
             client=client,
             endpoints=endpoints,
             sleep=sleep,
-            log=self._log,
+            log=say,
             note=self.note,
         )
+        self._log = lambda line: say(self.chat.redact(line))
         s = self.settings
         self.breaker = CircuitBreaker(
             s.breaker_failures, s.breaker_cooldown_calls, s.breaker_cooldown_s, clock
@@ -129,6 +140,18 @@ class VLMBrain(Brain):
     @property
     def client(self) -> openai.OpenAI:
         return self.chat.client
+
+    def note(self, text: str) -> None:
+        """A note for the step record, with the key taken out (it may quote a server)."""
+        chat = self.__dict__.get("chat")
+        super().note(chat.redact(text) if chat is not None else text)
+
+    def interrupt(self) -> None:
+        """No request from now on; the one in flight is abandoned (see :meth:`Brain.interrupt`)."""
+        self.chat.interrupt()
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.name, "model": self.cfg.model, "endpoint": self.chat.base_url}
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """USD for a token count at this model's prices (:mod:`kgagent.brain.pricing`)."""
@@ -370,6 +393,10 @@ class VLMBrain(Brain):
     ) -> Any:
         """One role call through the breaker; the offline answer when it cannot be had."""
         self.usage.calls += 1
+        if self.chat.stopping:
+            self.usage.offline_calls += 1
+            self.note(f"{role}: offline answer (the run is stopping: no new request)")
+            return fallback()
         if not self.breaker.allow():
             self.usage.offline_calls += 1
             self.note(
@@ -382,6 +409,22 @@ class VLMBrain(Brain):
         record, result = self.chat.call(role, text, images, check, retries=retries)
         self.requests_by_role[role] += self.usage.requests - before
         self.last_call = record
+        if record.stopped:  # not the endpoint's failure: no breaker, no failed call
+            self.usage.offline_calls += 1
+            self.note(f"{role}: offline answer ({record.error})")
+            return fallback()
+        if record.unfixable and not self.chat.answered:
+            chat = self.chat
+            raise setup_error(
+                record.unfixable,
+                record.error,
+                url=chat.base_url,
+                model=self.cfg.model,
+                key_env=self.cfg.api_key_env,
+                key_set=chat.key_set,
+            )
+        if record.unfixable:
+            record.error = failure_text(record.unfixable, record.error)
         if record.ok:
             if self.breaker.success():
                 self.note("endpoint answers again: back to the VLM")

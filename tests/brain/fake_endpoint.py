@@ -27,6 +27,10 @@ Two ways to answer:
 
   (A dead server is a closed port: see the tests.)
 
+A path other than ``/v1/chat/completions`` gets a 404 ``{"detail": "Not Found"}``, as
+vLLM's server answers a base URL without ``/v1``. ``Reply.body`` sends raw bytes with
+any content type (an HTML page, an empty body, ``OK``).
+
 Every request body is recorded, so tests can count retries and inspect what was sent.
 """
 
@@ -63,6 +67,9 @@ class Reply:
     finish_reason: str | None = None
     message: str | None = None
     error_body: Any = None
+    #: raw bytes sent as they are, with ``content_type`` (instead of a JSON payload)
+    body: bytes | None = None
+    content_type: str = "application/json"
 
 
 def tool_reply(tool: str, arguments: dict[str, Any] | str, usage=(100, 10)) -> Reply:
@@ -218,12 +225,14 @@ class FakeEndpoint:
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if self.path != "/v1/chat/completions":
-                    reply = Reply(status=404)
-                payload = endpoint._payload(reply, body)
-                data = json.dumps(payload).encode()
+                    reply = Reply(status=404, error_body={"detail": "Not Found"})
+                if reply.body is not None:
+                    data = reply.body
+                else:
+                    data = json.dumps(endpoint._payload(reply, body)).encode()
                 try:
                     self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", reply.content_type)
                     self.send_header("content-length", str(len(data)))
                     for k, v in reply.headers.items():
                         self.send_header(k, v)

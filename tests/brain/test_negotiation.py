@@ -96,19 +96,21 @@ def test_lmstudio_string_error_body_and_text_mode(endpoint):
 def test_vllm_bare_error_body_message_is_kept(endpoint):
     b = brain_for(endpoint, max_retries=0, mode="text")
     body = {"object": "error", "message": "The model `x` does not exist.", "type": "NotFoundError"}
+    endpoint.push(Reply(content=EVAL_JSON))  # it answered once: a later 404 degrades
+    b.evaluate(skill(), transition())
     endpoint.push(Reply(status=404, error_body=body))
     b.evaluate(skill(), transition())
     assert b.last_call.error == "HTTP 404: The model `x` does not exist."
-    assert kinds(endpoint) == ["text"]  # a fixed mode is never stepped
+    assert kinds(endpoint) == ["text", "text"]  # a fixed mode is never stepped
 
 
 def test_every_mode_refused_fails_with_the_last_message(endpoint):
     b = brain_for(endpoint, max_retries=3)
-    endpoint.default = Reply(status=400, message="image input is not supported")
+    endpoint.default = Reply(status=400, message="unrecognized request argument")
     tr = transition()
     assert b.evaluate(skill(), tr) == offline_of(b).evaluate(skill(), tr)
     assert kinds(endpoint) == ["tools", "json_schema", "text"]
-    assert b.last_call.error == "HTTP 400: image input is not supported"
+    assert b.last_call.error == "HTTP 400: unrecognized request argument"
     assert b.chat.mode == "tools"  # only what worked is remembered
 
 

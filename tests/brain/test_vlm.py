@@ -202,13 +202,15 @@ def test_5xx_retried_with_exponential_backoff(endpoint):
 
 def test_client_errors_are_not_retried_and_keep_the_server_message(endpoint):
     b = brain_for(endpoint, max_retries=3)
+    endpoint.push(tool_reply("evaluate", EVAL_OK))
+    b.evaluate(skill(), transition())  # the endpoint has answered: later failures degrade
     endpoint.default = Reply(status=401, message="Incorrect API key provided: sk-…")
     ops = [Operation("key", key="enter")]
     tr = transition()
     out = b.describe_skill(ops, tr)
     assert out == OfflineBrain(b.cfg).describe_skill(ops, tr)  # never "meaningless"
     assert out is not None
-    assert len(endpoint.requests) == 1 and b.usage.failed_calls == 1
+    assert len(endpoint.requests) == 2 and b.usage.failed_calls == 1
     assert b.last_call.error == "HTTP 401: Incorrect API key provided: sk-…"
 
 

@@ -1,0 +1,257 @@
+"""The endpoint as the user set it up, and its failures as the user can act on them.
+
+* Where requests go (:func:`endpoint_url`): ``brain.base_url``, else ``$OPENAI_BASE_URL``
+  (the variable the openai SDK reads), else the OpenAI API. The client passes the URL
+  to the SDK itself, so the URL kgagent names is the one it uses.
+* Secrets stay out of messages (:class:`Redactor`): a server may quote the key it was
+  sent (``Incorrect API key provided: sk-…``) and the HTTP layer may quote the
+  ``Authorization`` header; every line kgagent prints or logs about the endpoint goes
+  through the redactor first.
+* Why a connection failed (:func:`connection_cause`): the SDK says only "Connection
+  error."; the cause is further down the exception chain (refused, TLS to a plain-HTTP
+  server, a URL without a scheme, a key that is no valid header value).
+* Failures that cannot fix themselves (:func:`unfixable`, :func:`setup_error`): a key
+  refused (401, 403), nothing at the URL or no such model (404, a "model not found"
+  message), a model that takes no images, a server that answers only streamed requests.
+  On an endpoint that has not answered once in a run, they end the run with one line
+  that names the cause and what to check.
+* Replies that are not a chat completion (:func:`body_summary`): an HTML page, an empty
+  body, ``OK``, shown by content type and title, not dumped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from kgagent.brain.reply import html_text, is_html, one_line
+from kgagent.errors import BrainError, ConfigError
+
+#: the OpenAI API, where the SDK sends requests without a base URL
+OPENAI_URL = "https://api.openai.com/v1"
+#: the variable the openai SDK reads for its base URL
+BASE_URL_ENV = "OPENAI_BASE_URL"
+
+
+class EndpointUnusable(BrainError):
+    """The endpoint failed in a way that cannot fix itself before it ever answered.
+
+    The message is one line: the cause, the server's words (redacted) and what to
+    check. It stops the run (the CLI prints it and exits with 1): a run answered
+    offline throughout is not the run the user asked for.
+    """
+
+
+def http_url(value: Any) -> bool:
+    """An ``http://`` or ``https://`` URL with a host."""
+    if not isinstance(value, str):
+        return False
+    try:
+        parts = urlsplit(value.strip())
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
+
+
+def endpoint_url(cfg: Any) -> tuple[str, str]:
+    """(the base URL requests go to, where it came from).
+
+    ``brain.base_url`` when set; else ``$OPENAI_BASE_URL`` when set (the openai SDK
+    would use it anyway, so kgagent says so rather than naming the OpenAI API); else
+    the OpenAI API. A variable that is not an http(s) URL is a :class:`ConfigError`.
+    """
+    if cfg.base_url:
+        return cfg.base_url, "brain.base_url"
+    env = os.environ.get(BASE_URL_ENV, "").strip()
+    if env:
+        if not http_url(env):
+            raise ConfigError(
+                f"${BASE_URL_ENV} = {env!r} is not an http:// or https:// URL: correct or "
+                "unset it, or set brain.base_url (which takes precedence)"
+            )
+        return env, f"${BASE_URL_ENV}"
+    return OPENAI_URL, "the OpenAI API"
+
+
+def with_v1(url: str) -> str | None:
+    """``url`` with ``/v1`` appended when its path has no ``v1`` segment, else None."""
+    parts = urlsplit(url)
+    if "v1" in [p for p in parts.path.split("/") if p]:
+        return None
+    return url.rstrip("/") + "/v1"
+
+
+# ------------------------------------------------------------------ redaction
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s'\"]+")
+#: OpenAI-style secret keys (``sk-…``, ``sk-proj-…``): never shown, whoever's they are
+_SK = re.compile(r"\bsk-[A-Za-z0-9_\-*.…]{6,}")
+#: shorter keys are only replaced where they appear whole
+_PREFIX_AT = 16
+
+
+class Redactor:
+    """Removes a secret from text: the key itself, any ``Bearer …`` credential, any
+    ``sk-…`` key, and a quoted part of the key that starts like it (a server that shows
+    ``sk-BAD1234…`` of a longer key)."""
+
+    MASK = "***"
+
+    def __init__(self, *secrets: str | None) -> None:
+        self.secrets = sorted({s for s in secrets if s and len(s) >= 6}, key=len, reverse=True)
+        self._prefixes = [
+            re.compile(re.escape(s[:8]) + r"[^\s'\"]*")
+            for s in self.secrets
+            if len(s) >= _PREFIX_AT
+        ]
+
+    def __call__(self, text: Any) -> str:
+        s = str(text)
+        for secret in self.secrets:
+            s = s.replace(secret, self.MASK)
+        for prefix in self._prefixes:
+            s = prefix.sub(self.MASK, s)
+        s = _BEARER.sub(lambda m: f"{m.group(1)} {self.MASK}", s)
+        return _SK.sub("sk-" + self.MASK, s)
+
+
+# ---------------------------------------------------------------- connections
+def connection_cause(exc: BaseException) -> str:
+    """The first message down the exception chain below the SDK's "Connection error."."""
+    seen: set[int] = set()
+    e = exc.__cause__ or exc.__context__
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        text = one_line(str(e))
+        if text:
+            if "WRONG_VERSION_NUMBER" in text:
+                text += " (an https:// URL for a server that speaks plain http?)"
+            return text
+        e = e.__cause__ or e.__context__
+    return one_line(getattr(exc, "message", "") or str(exc)) or type(exc).__name__
+
+
+# ----------------------------------------------------------- bodies that are not JSON
+def body_summary(content_type: str | None, text: str | None) -> str:
+    """What came back instead of JSON, in a few words: content type and title or text."""
+    ctype = (content_type or "").split(";", 1)[0].strip() or "no content type"
+    text = text or ""
+    if not text.strip():
+        return f"{ctype}, empty"
+    if is_html(text):
+        return f'{ctype}: "{html_text(text, 60)}"'
+    first = next(line for line in text.splitlines() if line.strip())
+    return f'{ctype}: "{one_line(first, 60)}"'
+
+
+# -------------------------------------------------------- failures that stay failures
+#: a message that says the model is unknown (OpenAI, vLLM, Ollama, LM Studio wording)
+_NO_MODEL = re.compile(
+    r"model\b.*\b(not found|does not exist|doesn't exist|not exist|unknown|no such|not loaded|"
+    r"is not served|not available on)|\b(unknown|no such|invalid) model|model_not_found",
+    re.I,
+)
+_IMAGES = ("image", "vision", "multimodal", "mmproj")
+_IMAGES_REFUSED = (
+    "not support",
+    "only supported",
+    "unsupported",
+    "not a multimodal",
+    "not allowed",
+    "cannot",
+    "can't",
+    "does not accept",
+    "doesn't support",
+    "not enabled",
+    "is not available",
+)
+_STREAM_ONLY = re.compile(
+    r"stream\s*[=:]\s*true|stream\s*[=:]\s*false is not|streaming is required|"
+    r"only stream|stream must be|must stream|requires? stream",
+    re.I,
+)
+#: words of a refusal that blames the answer mode, not the model (see client.FORM_WORDS)
+_MODE_WORDS = ("tool", "jinja", "response_format", "json_schema", "grammar", "function")
+
+KEY, ACCESS, MODEL, PATH, IMAGES, STREAM = "key", "access", "model", "path", "images", "stream"
+
+
+def unfixable(status: int, message: str, body: Any = None) -> str | None:
+    """The kind of a failure that asking again will not fix, or None.
+
+    ``key`` (401), ``access`` (403), ``model`` (a "model not found" message, or a 404
+    that names the model), ``path`` (any other 404: no chat-completions API at the URL),
+    ``images`` (the model takes no image input), ``stream`` (the server answers only
+    ``stream=true``). A refusal that names the answer mode (tools, response_format…) is
+    negotiation's, never one of these.
+    """
+    text = message.lower()
+    code = body.get("code") if isinstance(body, dict) else None
+    if status == 401:
+        return KEY
+    if status == 403:
+        return ACCESS
+    if not (400 <= status < 500 or status == 500):
+        return None
+    if code == "model_not_found" or (status < 500 and _NO_MODEL.search(message)):
+        return MODEL
+    if status == 404:
+        return PATH
+    if any(w in text for w in _MODE_WORDS):
+        return None
+    if any(w in text for w in _IMAGES) and any(w in text for w in _IMAGES_REFUSED):
+        return IMAGES
+    if "stream" in text and _STREAM_ONLY.search(message):
+        return STREAM
+    return None
+
+
+def failure_text(kind: str, error: str) -> str:
+    """A failed call's note for an unfixable failure (``error``: ``HTTP 400: …``)."""
+    if kind == IMAGES:
+        return f"the model takes no images, and kgagent shows it screenshots ({error})"
+    if kind == STREAM:
+        return f"the server answers only streamed requests, which kgagent does not send ({error})"
+    return error
+
+
+def setup_error(
+    kind: str, error: str, *, url: str, model: str, key_env: str, key_set: bool
+) -> EndpointUnusable:
+    """The one-line error that ends a run whose endpoint never answered (see :func:`unfixable`)."""
+    at = f"the VLM endpoint {url}"
+    if kind == KEY:
+        sent = "" if key_set else f"; ${key_env} is not set, so no key was sent"
+        what = (
+            f"{at} refused the API key ({error}): check the key in ${key_env} "
+            f"(brain.api_key_env names the variable){sent}"
+        )
+    elif kind == ACCESS:
+        what = (
+            f"{at} refused access ({error}): check that the key in ${key_env} may use "
+            f"model {model!r}, or choose another brain.model"
+        )
+    elif kind == MODEL:
+        what = (
+            f"{at} does not know model {model!r} ({error}): check brain.model against the "
+            f"server's models (GET {url.rstrip('/')}/models)"
+        )
+    elif kind == PATH:
+        fix = with_v1(url)
+        hint = f": did you mean {fix}?" if fix else " (the API's address, e.g. http://host:8000/v1)"
+        what = (
+            f"{url.rstrip('/')}/chat/completions is not a chat-completions API ({error}): "
+            f"check brain.base_url{hint}"
+        )
+    elif kind == IMAGES:
+        what = (
+            f"model {model!r} at {url} takes no images ({error}): kgagent shows the model "
+            "screenshots, so brain.model must be a vision model (image input)"
+        )
+    else:
+        what = (
+            f"{at} answers only streamed requests ({error}): streaming-only servers are "
+            "not supported; use a server or setting that answers stream=false"
+        )
+    return EndpointUnusable(f"the run stopped: {what}")

@@ -1,0 +1,183 @@
+"""What the run summary says about the brain, and a run whose endpoint is set up wrong.
+
+The summary (table and JSON, `kgagent runs show`) names the brain (kind, model,
+endpoint) and its role calls, requests, failed calls and calls answered offline, and
+marks a cost computed from estimated tokens. Logs written before these figures read
+as before. A refused key or a wrong base URL on the first calls stops the run in one
+line.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgagent.agent.runner import Runner
+from kgagent.brain import EndpointUnusable, make_brain
+from kgagent.brain.offline import OfflineBrain
+from kgagent.config import Config
+from kgagent.runlog import RunSummary, read_log, summarise
+
+from .fake_endpoint import PROFILES, FakeEndpoint, Reply
+from .test_profiles_e2e import config, run
+
+
+def the_log(tmp_path: Path) -> Path:
+    (log,) = (tmp_path / "mem" / "runs").glob("*.jsonl")
+    return log
+
+
+def test_summary_names_the_brain_and_its_calls_and_marks_an_estimated_cost(tmp_path):
+    ep = FakeEndpoint(PROFILES["plain"]).start()  # no usage: tokens and cost are estimated
+    try:
+        cfg = config(ep.base_url, "gpt-4.1-mini")
+        s, brain, _ = run(cfg, tmp_path, steps=30)
+    finally:
+        ep.stop()
+    u = brain.usage
+    assert (s.brain, s.brain_model, s.brain_endpoint) == ("vlm", "gpt-4.1-mini", ep.base_url)
+    assert s.brain_calls == u.calls > 0 and s.brain_requests == u.requests == len(ep.requests)
+    assert s.brain_failed_calls == u.failed_calls and s.brain_offline_calls == u.offline_calls
+    assert s.cost_estimated and s.cost_usd > 0
+    table = s.format_table()
+    assert f"vlm: model gpt-4.1-mini at {ep.base_url}" in table
+    assert f"{u.calls}: {u.requests} requests, {u.failed_calls} failed," in table
+    assert "100 steps, estimated: replies without token counts)" in table
+    line = read_log(the_log(tmp_path))[2]
+    assert line["brain_requests"] == u.requests and line["cost_estimated"] is True
+    assert line["brain_endpoint"] == ep.base_url
+
+
+def test_an_offline_run_says_so(tmp_path):
+    cfg = Config()
+    cfg.perception.encoder, cfg.perception.segmenter = "pixel", "opencv"
+    cfg.run.env = "cardgame"
+    brain = OfflineBrain(cfg.brain)
+    s = Runner(cfg, memory_path=tmp_path / "mem", brain=brain, progress=False, log=print).run(5)
+    assert (s.brain, s.brain_model, s.brain_endpoint, s.brain_requests) == (
+        "offline",
+        None,
+        None,
+        0,
+    )
+    assert s.brain_offline_calls == s.brain_calls == brain.usage.calls
+    assert not s.cost_estimated and "estimated" not in s.format_table()
+    assert "(answered offline, no requests)" in s.format_table()
+
+
+def test_old_and_rebuilt_summaries_read_without_the_brain_figures():
+    old = {  # a summary line written before the brain figures existed
+        "env": "cardgame",
+        "seed": 0,
+        "ablation": "full",
+        "steps": 3,
+        "progression": 0,
+        "score": 0,
+        "alive": True,
+        "err": 0.5,
+        "executions": 2,
+        "valid_executions": 1,
+        "actions": 2,
+        "tokens": 10,
+        "cost_usd": 0.001,
+        "cost_per_100_steps": 0.03,
+        "library_size": 1,
+        "skills_augmented": 1,
+        "skills_pruned": 0,
+        "nodes": 2,
+        "skill_edges": 1,
+        "similarity_edges": 0,
+        "estimated_tokens": 4,
+    }
+    s = RunSummary(**old)
+    table = s.format_table()
+    assert s.brain is None and "role calls" not in table and "\nbrain " not in table
+    assert "estimated: replies without token counts" in table  # from estimated_tokens
+    rebuilt = summarise(
+        [{"tokens": 5, "estimated_tokens": 0, "cost_usd": 0.0}],
+        env="x",
+        seed=0,
+        ablation="full",
+        stats=None,
+        truth={},
+        stopped="incomplete",
+        duration_s=0.0,
+    )
+    assert rebuilt.brain is None and rebuilt.brain_requests is None
+    assert "role calls" not in rebuilt.format_table()
+    vlm = RunSummary(**{**old, "brain": "vlm", "brain_model": "m"})  # figures missing: "-"
+    assert "role calls        -: - requests, - failed, - answered offline" in vlm.format_table()
+
+
+def test_a_refused_key_stops_the_run_in_one_line(tmp_path):
+    ep = FakeEndpoint().start()
+    ep.default = Reply(status=401, message="Incorrect API key provided")
+    try:
+        cfg = config(ep.base_url, "local")
+        brain = make_brain(cfg.brain, log=lambda m: None)
+        runner = Runner(
+            cfg, memory_path=tmp_path / "mem", brain=brain, progress=False, log=lambda m: None
+        )
+        with pytest.raises(EndpointUnusable, match="refused the API key"):
+            runner.run(200)
+    finally:
+        ep.stop()
+    assert len(ep.requests) == 1
+    _, steps, summary = read_log(the_log(tmp_path))
+    assert summary["stopped"] == "endpoint" and summary["steps"] == len(steps) < 200
+
+
+def play(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "kgagent.cli.main",
+        "play",
+        "--env",
+        "cardgame",
+        "--steps",
+        "100",
+        "--memory",
+        str(tmp_path / "mem"),
+        "--set",
+        "perception.encoder=pixel",
+        "--set",
+        "perception.segmenter=opencv",
+        "--quiet",
+        "--format",
+        "json",
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+def test_cli_base_url_without_v1_exits_with_the_hint(tmp_path):
+    ep = FakeEndpoint().start()
+    url = ep.base_url.removesuffix("/v1")
+    try:
+        p = play(tmp_path, "--brain-url", url, "--set", "brain.api_key_env=KGAGENT_UNSET_KEY")
+    finally:
+        ep.stop()
+    assert p.returncode == 1, p.stderr
+    (error,) = [line for line in p.stderr.splitlines() if line.startswith("error: ")]
+    assert f"did you mean {url}/v1?" in error and "Traceback" not in p.stderr
+    assert len(ep.requests) == 1
+
+
+def test_cli_refuses_a_key_given_as_the_variable_name_without_showing_it(tmp_path):
+    p = play(tmp_path, "--set", "brain.api_key_env=sk-abc123secret")
+    assert p.returncode == 1
+    assert "sk-abc123secret" not in p.stderr + p.stdout and "looks like a key" in p.stderr
+    assert not (tmp_path / "mem" / "runs").exists()  # nothing was written
+
+
+def test_cli_json_summary_has_the_brain(tmp_path):
+    p = play(tmp_path, "--steps", "3", "--set", "brain.kind=offline")
+    assert p.returncode == 0, p.stderr
+    (d,) = json.loads(p.stdout)
+    assert d["brain"] == "offline" and d["brain_calls"] is not None
+    assert d["cost_estimated"] is False
