@@ -9,6 +9,7 @@ validated before the memory is opened.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -136,5 +137,9 @@ def play_cmd(
             section, name = dotted.split(".")
             setattr(getattr(cfg, section), name, value)
     cfg.validate()  # before the memory is opened: a bad value writes nothing
-    summary = Runner(cfg, memory_path=memory, progress=not quiet).run()
+    runner = Runner(cfg, memory_path=memory, progress=not quiet)
+    summary = runner.run()
     emit_record(summary.to_dict(), fmt, table=summary.format_table())
+    if runner.stop_signal is not None:
+        # stopped by a signal, cleanly: the shell's code for it, so a script can tell
+        sys.exit(128 + runner.stop_signal)

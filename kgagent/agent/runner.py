@@ -57,6 +57,8 @@ class _StopFlag:
 
     def __init__(self, log: Log, on_stop: Callable[[], None] | None = None) -> None:
         self.stop = False
+        #: the signal that asked for the stop (the first one)
+        self.signum: int | None = None
         self._log = log
         #: told at the first signal, last (the brain: it may cut a request short by raising)
         self._on_stop = on_stop
@@ -74,7 +76,7 @@ class _StopFlag:
             if signum == signal.SIGINT:  # a second Ctrl-C: stop now
                 raise KeyboardInterrupt
             return
-        self.stop = True
+        self.stop, self.signum = True, signum
         what = "interrupted" if signum == signal.SIGINT else "SIGTERM"
         again = " (Ctrl-C again to abort)" if signum == signal.SIGINT else ""
         self._log(f"{what}: finishing the current step, then stopping{again}")
@@ -118,6 +120,8 @@ class Runner:
         self.log: Log = log or (lambda m: print(m, file=sys.stderr))
         self.idle_change: float | None = None  # measured by the noise probe (live targets)
         self.reprobes = 0  # the noise watched again during the run (desktop.noise_reprobe_after)
+        #: the signal that stopped the last run (SIGINT, SIGTERM); None when nothing did
+        self.stop_signal: int | None = None
         self._steps = 0
 
     def _build(self) -> tuple[StateEncoder, Segmenter, Brain]:
@@ -261,6 +265,8 @@ class Runner:
                         duration_s=time.perf_counter() - t0,
                         brain=brain.figures(),
                     )
+                    if stopped == "interrupted":  # a second Ctrl-C raises before a flag
+                        self.stop_signal = flag.signum or signal.SIGINT
                     summary.episodes = episodes
                     summary.log_path = str(log_path)
                     summary.memory_path = str(self.memory_path)
