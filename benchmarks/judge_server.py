@@ -16,7 +16,7 @@ harness, never through the agent:
   with the environment's progress signal at that moment (the last ``keep``).
 * The server runs in the harness's process and reads the recorder: an image in a
   request is matched to a recorded screenshot by its exact data URL, encoded the
-  way the brain encodes it (:func:`kgagent.brain.client.encode_image` with the
+  way the brain encodes it (:func:`kgagent.brain.images.encode_image` with the
   brain's image settings; lazily, newest first, over the last ``keep`` distinct
   screenshots). ``evaluate`` answers
   ``is_progressive`` = the progress signal grew between the before- and the
@@ -52,7 +52,7 @@ from PIL import Image
 
 from kgagent.actions import Action
 from kgagent.brain.base import ClusterView, SkillView, Transition, View
-from kgagent.brain.client import encode_fitted, fit_image
+from kgagent.brain.images import encode_fitted, fit_image
 from kgagent.brain.offline import OfflineBrain
 from kgagent.config import BrainConfig
 from kgagent.envs.base import Env, GroundTruth

@@ -8,13 +8,11 @@ docs/config.md is generated from these declarations (``python -m kgagent.config_
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
+from kgagent.config_checks import env_name, http_url
 from kgagent.config_fields import param
-from kgagent.errors import ConfigError
 
 ABLATIONS = (
     "full",
@@ -344,38 +342,6 @@ class LibraryConfig:
     )
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _http_url(url: Any) -> bool:
-    """brain.base_url: an http(s) URL with a host (the SDK cannot send anything else)."""
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:  # e.g. an unclosed IPv6 bracket
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
-
-
-def _env_name(name: Any) -> bool:
-    """brain.api_key_env: a variable's name. Anything else may be the key itself, pasted
-    into the wrong field, so the refusal is raised here, without the value that the
-    generic refusal would print (and the start line and step log would keep)."""
-    if _ENV_NAME.fullmatch(name):
-        return True
-    if name.strip().startswith("sk-") or len(name.strip()) >= 20:
-        raise ConfigError(
-            "brain.api_key_env names the environment variable that holds the key, and the "
-            "value given looks like a key itself (so it is not shown): put the key in that "
-            "variable instead (export OPENAI_API_KEY=...) and set brain.api_key_env to the "
-            "variable's name (OPENAI_API_KEY by default)"
-        )
-    raise ConfigError(
-        "brain.api_key_env must be the name of an environment variable (letters, digits "
-        "and _, not starting with a digit); the value given is not one (it is not shown, "
-        "as it may be a key)"
-    )
-
-
 @dataclass
 class BrainConfig:
     """The VLM roles: an OpenAI-compatible endpoint or the offline brain."""
@@ -391,7 +357,7 @@ class BrainConfig:
         "ours",
         "OpenAI-compatible endpoint (…/v1); none: $OPENAI_BASE_URL if set, else OpenAI's",
         "starting with http:// or https://, e.g. http://localhost:8000/v1",
-        check=_http_url,
+        check=http_url,
     )
     model: str = param("gpt-4o-mini", "ours", "the papers used GPT-4o; mini costs a sixteenth")
     api_key_env: str = param(
@@ -399,7 +365,7 @@ class BrainConfig:
         "ours",
         "the key comes from the environment, never from a file",
         "naming an environment variable: letters, digits and _, not starting with a digit",
-        check=_env_name,
+        check=env_name,
     )
     timeout_s: float = param(
         60.0, "ours", "seconds per request: a hung server must not stall a run", "> 0"

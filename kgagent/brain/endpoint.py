@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kgagent.brain.reply import html_text, is_html, one_line
+from kgagent.config_checks import http_url
 from kgagent.errors import BrainError, ConfigError
 
 #: the OpenAI API, where the SDK sends requests without a base URL
@@ -42,17 +43,6 @@ class EndpointUnusable(BrainError):
     check. It stops the run (the CLI prints it and exits with 1): a run answered
     offline throughout is not the run the user asked for.
     """
-
-
-def http_url(value: Any) -> bool:
-    """An ``http://`` or ``https://`` URL with a host."""
-    if not isinstance(value, str):
-        return False
-    try:
-        parts = urlsplit(value.strip())
-    except ValueError:
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
 
 
 def endpoint_url(cfg: Any) -> tuple[str, str]:

@@ -64,13 +64,9 @@ from kgagent.brain.base import (
     View,
 )
 from kgagent.brain.breaker import CircuitBreaker
-from kgagent.brain.client import (
-    CallRecord,
-    ChatClient,
-    EndpointMemory,
-    image_data_url,
-)
+from kgagent.brain.client import CallRecord, ChatClient, EndpointMemory
 from kgagent.brain.endpoint import failure_text, setup_error
+from kgagent.brain.images import image_data_url
 from kgagent.brain.offline import OfflineBrain
 from kgagent.brain.relevance import (
     batch_size,

@@ -1,0 +1,43 @@
+"""Checks of config values that need more than a range or a choice (``param(check=...)``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from kgagent.errors import ConfigError
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def http_url(url: Any) -> bool:
+    """An ``http://`` or ``https://`` URL with a host (brain.base_url: the SDK cannot send
+    anything else)."""
+    if not isinstance(url, str):
+        return False
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
+
+
+def env_name(name: Any) -> bool:
+    """brain.api_key_env: a variable's name. Anything else may be the key itself, pasted
+    into the wrong field, so the refusal is raised here, without the value that the
+    generic refusal would print (and the start line and step log would keep)."""
+    if _ENV_NAME.fullmatch(name):
+        return True
+    if name.strip().startswith("sk-") or len(name.strip()) >= 20:
+        raise ConfigError(
+            "brain.api_key_env names the environment variable that holds the key, and the "
+            "value given looks like a key itself (so it is not shown): put the key in that "
+            "variable instead (export OPENAI_API_KEY=...) and set brain.api_key_env to the "
+            "variable's name (OPENAI_API_KEY by default)"
+        )
+    raise ConfigError(
+        "brain.api_key_env must be the name of an environment variable (letters, digits "
+        "and _, not starting with a digit); the value given is not one (it is not shown, "
+        "as it may be a key)"
+    )
