@@ -137,6 +137,8 @@ class DesktopEnv(Env):
                 self._bind(win)
             elif self.config.region:
                 self._region = self._check_region(self.config.region)
+            if self._program is not None:
+                self._await_viewable()  # unmapped for a moment while its first frame settled
             self._box = self._geometry()
         except BaseException:
             self.close()
