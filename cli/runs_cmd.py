@@ -53,22 +53,18 @@ def _summary_of(path: Path) -> dict[str, Any]:
     return rebuilt.to_dict()
 
 
-def _readable(logs: list[Path]) -> list[Path]:
-    """The step logs that read as step logs; a warning on stderr for each other one (the
-    rounds table leaves it out, as ``runs list`` shows it with its error)."""
-    from kgagent.runlog import read_log
+def _rounds(logs: list[Path]) -> list:
+    """The rounds of the step logs that read as step logs; a warning on stderr for each
+    other one (the rounds table leaves it out, as ``runs list`` shows it with its error)."""
+    from kgagent.rounds import compute_rounds
 
-    good = []
-    for p in logs:
-        try:
-            read_log(p)
-        except ConfigError as e:
-            click.echo(f"warning: left out of the rounds: {e}", err=True)
-            continue
-        good.append(p)
-    if logs and not good:
+    def bad(e: ConfigError) -> None:
+        click.echo(f"warning: left out of the rounds: {e}", err=True)
+
+    rounds = compute_rounds(logs, on_bad=bad)
+    if logs and not rounds:
         raise ConfigError(f"no readable step log in {logs[0].parent}")
-    return good
+    return rounds
 
 
 def _find_log(log: Path, memory: Path) -> Path:
@@ -91,9 +87,9 @@ def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
     from kgagent.runlog import RunSummary
 
     if log is None:
-        from kgagent.rounds import TABLE2, compute_rounds, format_rounds, require_logs, rounds_rows
+        from kgagent.rounds import TABLE2, format_rounds, require_logs, rounds_rows
 
-        rounds = compute_rounds(_readable(require_logs(memory)))
+        rounds = _rounds(require_logs(memory))
         if fmt == "table":
             click.echo(format_rounds(rounds))
         else:

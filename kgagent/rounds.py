@@ -31,7 +31,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -142,17 +142,33 @@ def memory_logs(memory: str | Path) -> list[Path]:
     return log_order(folder.glob("*.jsonl")) if folder.is_dir() else []
 
 
-def compute_rounds(logs: Sequence[str | Path]) -> list[Round]:
+def compute_rounds(
+    logs: Sequence[str | Path], on_bad: Callable[[ConfigError], None] | None = None
+) -> list[Round]:
     """One :class:`Round` per step log, in the order given (see :func:`log_order`).
 
-    Raises :class:`~kgagent.errors.ConfigError` (one line) for a file that is not
-    a step log.
+    A file that is not a step log raises :class:`~kgagent.errors.ConfigError` (one
+    line), or, with ``on_bad``, is handed to it and left out of the rounds.
     """
+    parsed = []
+    for path in logs:
+        try:
+            parsed.append((Path(path), *read_log(path)))
+        except ConfigError as e:
+            if on_bad is None:
+                raise
+            on_bad(e)
+    return rounds_of(parsed)
+
+
+def rounds_of(
+    logs: Sequence[tuple[Path, dict[str, Any] | None, list[dict[str, Any]], dict[str, Any] | None]],
+) -> list[Round]:
+    """The rounds of step logs already read: ``(path, header, steps, summary)`` each, in order."""
     out: list[Round] = []
     prev: Round | None = None
-    for i, path in enumerate(logs):
-        header, steps, summary = read_log(path)
-        r = _round(i, Path(path), header or {}, steps, summary)
+    for i, (path, header, steps, summary) in enumerate(logs):
+        r = _round(i, path, header or {}, steps, summary)
         _link(r, prev)
         out.append(r)
         prev = r

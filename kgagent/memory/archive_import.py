@@ -399,18 +399,12 @@ def _carry_over(old: Path, new: Path) -> None:
             continue
         try:
             if entry.is_dir() and not entry.is_symlink():
-                shutil.copytree(entry, dest, copy_function=_link_or_copy, symlinks=True)
+                shutil.copytree(entry, dest, copy_function=staging.link_or_copy, symlinks=True)
             else:
-                _link_or_copy(entry, dest)
+                staging.link_or_copy(entry, dest)
         except OSError as e:
             raise ArchiveError(
                 f"cannot keep {entry} in the replaced memory ({e.strerror or e}); "
                 "the old memory is unchanged"
             ) from None
 
-
-def _link_or_copy(src: str | Path, dst: str | Path) -> None:
-    try:
-        os.link(src, dst, follow_symlinks=False)
-    except OSError:
-        shutil.copy2(src, dst, follow_symlinks=False)

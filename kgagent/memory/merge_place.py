@@ -25,15 +25,15 @@ descriptor that holds the lock.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
 import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kgagent.errors import MemoryStoreError
+from kgagent.memory import staging
 from kgagent.memory.lifecycle import BLOBS, GRAPH
+from kgagent.memory.staging import link_or_copy
 
 try:  # POSIX; elsewhere the merge runs without the two guards
     import fcntl
@@ -127,12 +127,6 @@ class DestinationGuard:
             os.fsync(out.fileno())
 
 
-def _link_or_copy(src: str, dst: str) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-
 
 def copy_memory(src: Path, dst: Path, guard: DestinationGuard) -> None:
     """A working copy of the memory at ``src``: database and vectors copied, blobs linked."""
@@ -142,27 +136,11 @@ def copy_memory(src: Path, dst: Path, guard: DestinationGuard) -> None:
         if entry.name == GRAPH and entry.is_file():
             guard.copy_graph(target)
         elif entry.is_dir() and not entry.is_symlink():
-            fn = _link_or_copy if entry.name in LINKED else shutil.copy2
+            fn = link_or_copy if entry.name in LINKED else shutil.copy2
             shutil.copytree(entry, target, copy_function=fn, symlinks=True)
         else:
             shutil.copy2(entry, target, follow_symlinks=False)
 
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths in one step (Linux ``renameat2``); False where that is not available."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.renameat2
-    except (OSError, AttributeError):
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
 
 
 def place(built: Path, dest: Path, replacing: bool, work: Path) -> None:
@@ -172,7 +150,7 @@ def place(built: Path, dest: Path, replacing: bool, work: Path) -> None:
             dest.rmdir()  # empty (checked before)
         os.replace(built, dest)
         return
-    if _exchange(built, dest):
+    if staging.exchange(built, dest):
         return  # the old memory is now at ``built``, deleted with the work directory
     old = work / PREVIOUS
     os.replace(dest, old)

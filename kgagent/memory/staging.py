@@ -128,10 +128,22 @@ def recover(target: Path) -> list[str]:
     return done
 
 
+def link_or_copy(src: str | Path, dst: str | Path) -> None:
+    """A hard link of the file ``src`` at ``dst``, else (another file system, no links) a copy.
+
+    A symbolic link is linked or copied as a link, never followed.
+    """
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
 def exchange(a: Path, b: Path) -> bool:
     """Swap two directories in one step (Linux ``renameat2(RENAME_EXCHANGE)``).
 
-    False where the system or file system does not offer it; then :func:`swap`.
+    False where the system or file system does not offer it; then :func:`swap` (an
+    import) or two renames (a merge, :mod:`~kgagent.memory.merge_place`).
     """
     try:
         fn = ctypes.CDLL(None, use_errno=True).renameat2

@@ -15,7 +15,7 @@ from typing import Any
 
 from kgagent.errors import KGAgentError
 from kgagent.memory.lock import writer_holder
-from kgagent.rounds import Round, compute_rounds, library_before, memory_logs, step_series
+from kgagent.rounds import Round, library_before, memory_logs, rounds_of, step_series
 
 
 @dataclass
@@ -128,8 +128,8 @@ class RunLogs:
         sig = tuple((p.name, *_stat(p)) for p in paths)
         if self._rounds is not None and self._rounds[0] == sig:
             return self._rounds[1]
-        good = [p for i, p in enumerate(paths) if self._parse(i, p).error is None]
-        rounds = compute_rounds(good)
+        parsed = [self._parse(i, p) for i, p in enumerate(paths)]
+        rounds = rounds_of([(g.path, g.header, g.steps, g.summary) for g in parsed if g.error is None])
         self._rounds = (sig, rounds)
         return rounds
 

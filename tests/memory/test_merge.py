@@ -409,7 +409,7 @@ CHILD = textwrap.dedent(
             return real(self, *a, **k)
         store.Memory.merge_or_create_state = merge_or_create_state
     if point in ("between_renames", "after_renames"):
-        merge_place._exchange = lambda a, b: False  # the two-rename fallback
+        merge_place.staging.exchange = lambda a, b: False  # the two-rename fallback
         real_replace = os.replace
         n = []
         def replace(a, b):  # the renames of the destination: aside, then the new one in
