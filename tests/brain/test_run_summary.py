@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from kgagent.config import Config
 from kgagent.runlog import RunSummary, read_log, summarise
 
 from .fake_endpoint import PROFILES, FakeEndpoint, Reply
+from .helpers import play_command
 from .test_profiles_e2e import config, run
 
 
@@ -132,26 +132,7 @@ def test_a_refused_key_stops_the_run_in_one_line(tmp_path):
 
 
 def play(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [
-        sys.executable,
-        "-m",
-        "kgagent.cli.main",
-        "play",
-        "--env",
-        "cardgame",
-        "--steps",
-        "100",
-        "--memory",
-        str(tmp_path / "mem"),
-        "--set",
-        "perception.encoder=pixel",
-        "--set",
-        "perception.segmenter=opencv",
-        "--quiet",
-        "--format",
-        "json",
-        *args,
-    ]
+    cmd = play_command(tmp_path / "mem", "--format", "json", *args, steps=100)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
 

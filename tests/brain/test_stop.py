@@ -8,7 +8,6 @@ import dataclasses
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from kgagent.brain import make_brain
 from kgagent.runlog import read_log
 
 from .fake_endpoint import PROFILES, FakeEndpoint, Reply
-from .helpers import brain_for, skill, transition
+from .helpers import brain_for, play_command, skill, transition
 from .test_profiles_e2e import config
 
 #: the slow profile, as slow as the user test's server: 30 s a reply
@@ -108,31 +107,12 @@ def test_ctrl_c_in_the_cli_during_a_slow_reply(tmp_path):
     """`kgagent play` against a 30 s server: one Ctrl-C, and it stops within seconds."""
     ep = FakeEndpoint(SLOW).start()
     logs = tmp_path / "logs"
-    cmd = [
-        sys.executable,
-        "-m",
-        "kgagent.cli.main",
-        "play",
-        "--env",
-        "cardgame",
-        "--steps",
-        "50",
-        "--memory",
-        str(tmp_path / "mem"),
-        "--log-dir",
-        str(logs),
-        "--brain-url",
-        ep.base_url,
-        "--brain-model",
-        "local",
-        "--set",
-        "perception.encoder=pixel",
-        "--set",
-        "perception.segmenter=opencv",
-        "--set",
-        "brain.api_key_env=KGAGENT_TEST_UNSET_KEY",
-        "--quiet",
-    ]
+    cmd = play_command(
+        tmp_path / "mem",
+        "--log-dir", str(logs), "--brain-url", ep.base_url, "--brain-model", "local",
+        "--set", "brain.api_key_env=KGAGENT_TEST_UNSET_KEY",
+        steps=50,
+    )  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
