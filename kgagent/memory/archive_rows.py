@@ -59,6 +59,26 @@ RULES: dict[tuple[str, str], tuple[Callable[[Any], bool], str]] = {
     ("Skill", "status"): (lambda v: v in SKILL_STATUSES, "one of " + ", ".join(SKILL_STATUSES)),
 }
 
+#: Counts (and sizes): a negative one would enter the equations (UCB's visits, fitness
+#: over executions, Thompson sampling's tried/changed) as nonsense.
+COUNTS = {
+    "State": ("visits",),
+    "Skill": ("executions", "failures", "low_rewards"),
+    "Object": ("w", "h"),
+    "SkillCluster": ("selections",),
+    "InputStat": ("tried", "changed"),
+    "SKILL_EDGE": ("count",),
+}
+
+
+def _count(v: Any) -> bool:
+    return v is None or v >= 0
+
+
+for _table, _columns in COUNTS.items():
+    for _column in _columns:
+        RULES[(_table, _column)] = (_count, "a count of 0 or more")
+
 
 def check_rows(table: str, tab: pa.Table) -> None:
     """Refuse the first value of ``tab`` that later reads could not use."""

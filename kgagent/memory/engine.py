@@ -286,6 +286,7 @@ def _open_error(path: Path, engine: str, msg: str) -> str:
 
 def _in_use(path: Path, engine: str, msg: str) -> str:
     """The one line for a database another process holds, with what to do about it."""
+    msg = msg.rstrip(". ")
     held = f"the memory at {path.parent} is in use by another process ({engine} could not lock it): {msg}"
     if engine == "kuzu":
         return (

@@ -264,11 +264,11 @@ def register(app: Any, ctx: Any) -> None:
             notes.append(f"edge labels hidden above {LABEL_LIMIT} skill edges (click an edge)")
         head = [
             html.B(f"{view.states:,}", id="g-count-states"),
-            f" of {view.states_total:,} states · ",
+            f" of {view.states_total:,} state{_s(view.states_total)} · ",
             html.B(f"{view.skill_edges:,}", id="g-count-skill"),
-            " skill edges · ",
+            f" skill edge{_s(view.skill_edges)} · ",
             html.B(f"{view.similar_edges:,}", id="g-count-similar"),
-            " similarity edges",
+            f" similarity edge{_s(view.similar_edges)}",
         ]
         return view.elements, stylesheet(labels, snap.theta_simi), head, " · ".join(notes), new_sig
 
@@ -368,3 +368,8 @@ def _skill(ctx: Any, snap: Any, skill_id: str, edge: dict[str, Any]) -> html.Div
     if len(shared) > 1:
         return html.Div([details.pair_panel(edge, snap), panel])
     return panel
+
+
+def _s(n: int) -> str:
+    """The plural ending for ``n`` things."""
+    return "" if n == 1 else "s"

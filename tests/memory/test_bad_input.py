@@ -92,6 +92,8 @@ BAD_ARCHIVES: dict[str, Callable[[dict[str, bytes]], None]] = {
     "skill operations not JSON": lambda f: edit_table(
         f, "graph/nodes/Skill.parquet", "operations", "{not json"
     ),
+    "a negative visit count": lambda f: edit_table(f, "graph/nodes/State.parquet", "visits", -5),
+    "a negative edge count": lambda f: edit_table(f, "graph/rels/SKILL_EDGE.parquet", "count", -1),
     "a NaN edge weight": lambda f: edit_table(
         f, "graph/rels/SKILL_EDGE.parquet", "weight", float("nan")
     ),
@@ -112,6 +114,8 @@ def test_archives_with_bad_values_are_refused(archive: Path, tmp_path: Path, cas
     with pytest.raises(KGAgentError) as info:
         import_memory(bad, target)
     assert "\n" not in str(info.value), str(info.value)
+    if case.startswith("a negative"):
+        assert "not a count of 0 or more" in str(info.value)
     assert not target.exists()
     assert not list(tmp_path.glob(".target.*"))
 

@@ -316,3 +316,12 @@ def test_the_issue_reproduction_import_force_beside_kgagent_play(tmp_path: Path)
 
     check = CliRunner().invoke(cli, ["memory", "check", "--memory", str(target)])
     assert check.exit_code == 0, check.output
+
+
+@pytest.mark.parametrize("engine", ["kuzu", "ladybug"])
+def test_in_use_is_one_sentence_per_clause_whatever_the_engine_says(engine: str) -> None:
+    from kgagent.memory.engine import _in_use
+
+    text = _in_use(Path("/m/graph.db"), engine, "IO exception: Could not set lock on file.")
+    assert ".." not in text and "\n" not in text
+    assert text.startswith("the memory at /m is in use by another process")
