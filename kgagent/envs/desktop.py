@@ -9,7 +9,9 @@ outside it is refused before anything is executed. So is a point where another
 program's window lies over a bound window (X would give the click to that window):
 the target is raised once, and if it stays covered there the action is refused;
 the program's own windows (its dialogs and menus) count as the target. Keys go to
-the target's keyboard focus, which is set before each. The target's geometry is
+the target's keyboard focus, which is set before each; in a region, to the window at
+its centre, and a key is refused when that window cannot take the focus
+(:mod:`kgagent.envs.landing`). The target's geometry is
 re-read before every action because windows move, and a window that disappears
 is reported instead of silently clicking on whatever is now underneath. When a
 screen-sized window of the program's own lies over the target (an SDL 1.2 game's full
@@ -37,7 +39,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,9 @@ import numpy as np
 from kgagent.actions import Action
 from kgagent.config import DesktopConfig
 from kgagent.envs.base import Env, GroundTruth
+from kgagent.envs.desktop_options import DesktopOptions
 from kgagent.envs.keyguard import key_refusal, split_keys
+from kgagent.envs.landing import cover_refusal, region_key_refusal
 from kgagent.envs.launch import PrivateX, Program, default_program_log
 from kgagent.envs.points import on_screen, point_refusal
 from kgagent.envs.settle import Settler
@@ -55,30 +58,7 @@ from kgagent.envs.xwindows import Window, XWindows, owned
 from kgagent.errors import ActionRefused, ConfigError, EnvironmentError_
 
 Box = tuple[int, int, int, int]
-
-
-@dataclass
-class DesktopOptions:
-    """Launching and safety settings, with their defaults.
-
-    :meth:`of` reads each from the :class:`DesktopConfig` when it has a field of that
-    name, so the config section can grow them one by one.
-    """
-
-    launch: str | None = None  # command to start; the env binds to its first window
-    display: str | None = None  # None: $DISPLAY (a private Xvfb if unset and launching); "new"
-    screen_size: tuple[int, int] = (1280, 800)  # the private Xvfb's screen
-    launch_timeout_s: float = 20.0  # wait this long for the launched program's first window
-    stop_timeout_s: float = 5.0  # SIGTERM, then SIGKILL after this long
-    start_failures: int = 3  # the program exiting at start-up this many times in a row: error
-    program_log: str | None = None  # the launched program's stdout/stderr (appended)
-    allow_closing_keys: bool = False  # send alt+f4, ctrl+q, ctrl+w, ctrl+alt+..., super
-
-    @classmethod
-    def of(cls, config: Any) -> DesktopOptions:
-        return cls(
-            **{f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)}
-        )
+KEY_KINDS = ("key", "hotkey", "type")
 
 
 class DesktopEnv(Env):
@@ -208,6 +188,15 @@ class DesktopEnv(Env):
     def target_box(self) -> Box:
         """The target's box in screen coordinates at the last check."""
         return self._box
+
+    def describe_target(self) -> str:
+        """What the agent acts on, in words: the bound window (title, id, PID), a region,
+        or the screen, with its box now."""
+        x, y, w, h = self._box
+        if self._wid is not None:
+            pid = f", pid {self._target_pid}" if self._target_pid else ""
+            return f"window {self._title!r} (id {self._wid:#x}{pid}) {w}x{h}+{x}+{y}"
+        return f"{'region' if self._region is not None else 'screen'} {w}x{h}+{x}+{y}"
 
     @property
     def program(self) -> Program | None:
@@ -525,34 +514,35 @@ class DesktopEnv(Env):
         why = point_refusal(action, self._box, self._screen_size, corners)
         if why is not None:
             raise ActionRefused(why)
-        self._check_uncovered(action)
         if action.kind in ("key", "hotkey"):
             why = key_refusal(
                 action.kind, action.key or "", pg.KEYBOARD_KEYS, self.opts.allow_closing_keys
             )
             if why is not None:
                 raise ActionRefused(why)
+        self._check_uncovered(action)
 
     def _check_uncovered(self, action: Action) -> None:
-        """Refuse a pointer action whose point another program's window covers: X would
-        give the click to that window. The target is raised once first (it is the
-        window the user named); a window of the target's own program (its menus, its
-        dialogs) is the target's, and one without a program window (an overlay) is none."""
-        if self._wid is None or not action.points():
-            return
-        ox, oy = self._box[0], self._box[1]
-        x, wid = self._xw(), self._wid
-        top = x.top_of(wid)
-        for px, py in action.points():
-            cover = x.covering(wid, top, ox + px, oy + py, self._ours)
-            if cover is not None:
-                x.raise_window(top)
-                cover = x.covering(wid, top, ox + px, oy + py, self._ours)
-            if cover is not None:
-                raise ActionRefused(
-                    f"{action.kind} at ({px}, {py}) would land on {cover.describe()}, which "
-                    "covers the target there; nothing was executed"
-                )
+        """Refuse a click another program's window covers: the target is raised once first
+        (:func:`~kgagent.envs.landing.cover_refusal`; checked again as it is sent)."""
+        if self._wid is not None and action.points():
+            why = cover_refusal(self._xw(), self._wid, self._box, action, self._ours)
+            if why is not None:
+                raise ActionRefused(why)
+
+    def _land(self, a: Action, x: XWindows) -> None:
+        """With the server held: keys get the target's focus (a region's: the window at
+        its centre, or they are refused); a pointer action is refused where another
+        program's window covers its point by now."""
+        why = None
+        if a.kind in KEY_KINDS and self._wid is not None:
+            x.focus(self._wid)
+        elif a.kind in KEY_KINDS and self._region is not None:
+            why = region_key_refusal(x, self._box, a)
+        elif self._wid is not None and a.points():
+            why = cover_refusal(x, self._wid, self._box, a, self._ours, raise_first=False)
+        if why is not None:
+            raise ActionRefused(why)
 
     def _ours(self, win: Window) -> bool:
         """A window of the target's program by its PID: the launched program's process
@@ -569,31 +559,39 @@ class DesktopEnv(Env):
         return self._input.use(self._screen_size)
 
     def _execute(self, a: Action) -> None:
+        """Send ``a`` with the X server held (:meth:`PyAutoGUIInput.grabbed`): where it will
+        land is checked again, and the press made, with no other program's request served
+        in between (:mod:`kgagent.envs.landing`). A drag's motion and release come after
+        the release of the server: the target holds the pointer from its press on."""
         pg = self._pg()
         ox, oy = self._box[0], self._box[1]
+        assert self._input is not None
         try:
-            if a.kind in ("key", "hotkey", "type") and self._wid is not None:
-                self._xw().focus(self._wid)
-            if a.kind == "click":
-                pg.click(ox + a.x, oy + a.y)
-            elif a.kind == "double_click":
-                pg.doubleClick(ox + a.x, oy + a.y)
-            elif a.kind == "right_click":
-                pg.rightClick(ox + a.x, oy + a.y)
-            elif a.kind == "drag":
-                pg.moveTo(ox + a.x, oy + a.y)
-                pg.dragTo(ox + a.x2, oy + a.y2, duration=0.2, button="left")
-            elif a.kind == "scroll":
-                pg.moveTo(ox + a.x, oy + a.y)
-                pg.scroll(a.scroll)
-            elif a.kind in ("key", "hotkey"):
-                keys = [k.strip().lower() for k in split_keys(a.key or "")]
-                if len(keys) == 1:
-                    pg.press(keys[0])
-                else:
-                    pg.hotkey(*keys)
-            elif a.kind == "type":
-                pg.write(a.text or "", interval=0.01)
+            with self._input.grabbed() as conn:
+                self._land(a, XWindows(self.display, conn))
+                if a.kind == "click":
+                    pg.click(ox + a.x, oy + a.y)
+                elif a.kind == "double_click":
+                    pg.doubleClick(ox + a.x, oy + a.y)
+                elif a.kind == "right_click":
+                    pg.rightClick(ox + a.x, oy + a.y)
+                elif a.kind in ("drag", "scroll"):
+                    pg.moveTo(ox + a.x, oy + a.y)
+                    if a.kind == "drag":
+                        pg.mouseDown(button="left")
+                    else:
+                        pg.scroll(a.scroll)
+                elif a.kind in ("key", "hotkey"):
+                    keys = [k.strip().lower() for k in split_keys(a.key or "")]
+                    if len(keys) == 1:
+                        pg.press(keys[0])
+                    else:
+                        pg.hotkey(*keys)
+                elif a.kind == "type":
+                    pg.write(a.text or "", interval=0.01)
+            if a.kind == "drag":
+                pg.moveTo(ox + a.x2, oy + a.y2, duration=0.2)
+                pg.mouseUp(button="left")
         except pg.FailSafeException:
             raise EnvironmentError_(
                 "pyautogui fail-safe triggered (mouse in a screen corner); move the mouse away and retry"

@@ -19,8 +19,11 @@ core keyboard map.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -85,6 +88,29 @@ class PyAutoGUIInput:
         if self._x11 is not None:
             self._x11._display = self._conn
         return pg
+
+    @contextlib.contextmanager
+    def grabbed(self) -> Iterator[Any]:
+        """The X server held for this input's connection alone (``XGrabServer``) while the
+        block runs, which gets that connection: no other program's request (a window
+        raising itself, taking the focus) is served between a check of where an input
+        will land and the input. pyautogui's pause comes after the release, so the
+        display is held only while requests are made."""
+        self.use()
+        pg = self.pg
+        self._conn.grab_server()
+        try:
+            pg.PAUSE = 0.0
+            yield self._conn
+        finally:
+            pg.PAUSE = self.pause_s
+            try:
+                self._conn.ungrab_server()
+                self._conn.sync()
+            except Exception:  # noqa: BLE001 - the server went away: nothing is held
+                pass
+        if self.pause_s > 0:
+            time.sleep(self.pause_s)
 
     def close(self) -> None:
         """Close this input's X connection; pyautogui gets back the one it had."""

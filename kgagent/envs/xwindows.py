@@ -70,14 +70,15 @@ def parse_query(query: str) -> tuple[str, str]:
     return "any", query
 
 
-def match(query: str, windows: list[Window]) -> Window | None:
-    """The first of ``windows`` (topmost first) that ``query`` names (see :func:`parse_query`)."""
+def matches(query: str, windows: list[Window]) -> list[Window]:
+    """Every window of ``windows`` (topmost first) that ``query`` names (see
+    :func:`parse_query`), by the first of its tests that names any."""
     kind, value = parse_query(query)
     if kind == "pid":
-        return next((w for w in windows if w.pid == int(value)), None)
+        return [w for w in windows if w.pid == int(value)]
     v = value.lower()
     if kind == "class":
-        return next((w for w in windows if v in (c.lower() for c in w.wm_class)), None)
+        return [w for w in windows if v in (c.lower() for c in w.wm_class)]
     tests: list[Callable[[Window], bool]] = [
         lambda w: w.title == value,
         lambda w: v in w.title.lower(),
@@ -85,10 +86,16 @@ def match(query: str, windows: list[Window]) -> Window | None:
     if kind == "any":
         tests.append(lambda w: v in (c.lower() for c in w.wm_class))
     for test in tests:
-        hit = next((w for w in windows if test(w)), None)
-        if hit is not None:
-            return hit
-    return None
+        hits = [w for w in windows if test(w)]
+        if hits:
+            return hits
+    return []
+
+
+def match(query: str, windows: list[Window]) -> Window | None:
+    """The first of ``windows`` (topmost first) that ``query`` names (see :func:`matches`)."""
+    hits = matches(query, windows)
+    return hits[0] if hits else None
 
 
 def connect(display: str) -> Any:
@@ -114,8 +121,11 @@ def disconnect(conn: Any) -> None:
 class XWindows:
     """One connection to an X display, and the window queries made on it."""
 
-    def __init__(self, display: str) -> None:
-        self.conn: Any = connect(display)
+    def __init__(self, display: str, conn: Any = None) -> None:
+        """A connection of its own to ``display``, or queries on ``conn`` (another's
+        connection, kept open by its owner; :meth:`close` leaves it alone)."""
+        self._owned = conn is None
+        self.conn: Any = connect(display) if conn is None else conn
         self.display = display
         self.root = self.conn.screen().root
         atom = self.conn.intern_atom
@@ -128,8 +138,8 @@ class XWindows:
 
         s = self.conn.screen()
         self._screen = int(s.width_in_pixels), int(s.height_in_pixels)
-        # the root's own configure events: a RandR change of the screen's size
-        self.root.change_attributes(event_mask=X.StructureNotifyMask)
+        if self._owned:  # the root's own configure events: a RandR change of the screen's size
+            self.root.change_attributes(event_mask=X.StructureNotifyMask)
         self.conn.sync()
 
     @property
@@ -147,7 +157,8 @@ class XWindows:
         return self._screen
 
     def close(self) -> None:
-        disconnect(self.conn)
+        if self._owned:
+            disconnect(self.conn)
 
     # ------------------------------------------------------------ listing
     def windows(self) -> list[Window]:
@@ -167,8 +178,26 @@ class XWindows:
         return out
 
     def find(self, query: str) -> Window | None:
-        """The topmost visible window that ``query`` names (see :func:`match`)."""
-        return match(query, list(reversed(self.windows())))
+        """The topmost visible window that ``query`` names (see :func:`matches`); None when
+        none does. Windows of more than one program named alike are an error that lists
+        them: the agent must not pick one of two terminals by their stacking order."""
+        hits = matches(query, list(reversed(self.windows())))
+        if not hits:
+            return None
+        first = hits[0]
+        others = [w for w in hits[1:] if not self._one_program(first, w)]
+        if others:
+            shown = "; ".join(w.describe() for w in [first, *others][:6])
+            raise EnvironmentError_(
+                f"window query {query!r} names windows of {len(others) + 1} programs: {shown}; "
+                "name one: title:EXACT TITLE, class:NAME or pid:N"
+            )
+        return first
+
+    def _one_program(self, a: Window, b: Window) -> bool:
+        if a.pid is not None and b.pid is not None:
+            return a.pid == b.pid
+        return self.same_client(a.wid, b.wid)
 
     def await_window(
         self,
@@ -346,6 +375,22 @@ class XWindows:
         w = self.conn.create_resource_object("window", wid)
         w.set_input_focus(X.RevertToParent, X.CurrentTime, onerror=catch)
         self.conn.sync()
+
+    def key_top(self) -> int:
+        """The top-level window a key pressed now goes to: the one holding the keyboard
+        focus, or, with the focus on the root (or following the pointer), the one under
+        the pointer; 0 when keys go to no window (focus None, the pointer on the root)."""
+        from Xlib import X
+
+        focus = self.conn.get_input_focus().focus
+        if isinstance(focus, int):  # X.NONE or X.PointerRoot
+            if focus != X.PointerRoot:
+                return 0
+            focus = self.root
+        if int(focus.id) == int(self.root.id):
+            child = self.root.query_pointer().child
+            return int(child.id) if child else 0
+        return self.top_of(int(focus.id))
 
     # ------------------------------------------------------------ helpers
     @staticmethod

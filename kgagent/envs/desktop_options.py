@@ -1,0 +1,30 @@
+"""The desktop env's launching and safety settings (:class:`DesktopOptions`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+@dataclass
+class DesktopOptions:
+    """Launching and safety settings, with their defaults.
+
+    :meth:`of` reads each from the :class:`DesktopConfig` when it has a field of that
+    name, so the config section can grow them one by one.
+    """
+
+    launch: str | None = None  # command to start; the env binds to its first window
+    display: str | None = None  # None: $DISPLAY (a private Xvfb if unset and launching); "new"
+    screen_size: tuple[int, int] = (1280, 800)  # the private Xvfb's screen
+    launch_timeout_s: float = 20.0  # wait this long for the launched program's first window
+    stop_timeout_s: float = 5.0  # SIGTERM, then SIGKILL after this long
+    start_failures: int = 3  # the program exiting at start-up this many times in a row: error
+    program_log: str | None = None  # the launched program's stdout/stderr (appended)
+    allow_closing_keys: bool = False  # send alt+f4, ctrl+q, ctrl+w, ctrl+alt+..., super
+
+    @classmethod
+    def of(cls, config: Any) -> DesktopOptions:
+        return cls(
+            **{f.name: getattr(config, f.name) for f in fields(cls) if hasattr(config, f.name)}
+        )
