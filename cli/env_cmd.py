@@ -29,17 +29,29 @@ def list_cmd(fmt: str) -> None:
     emit([{"name": name, "description": desc} for name, desc in describe_envs()], fmt)
 
 
+def _png_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if Path(value).suffix.lower() != ".png":
+        raise click.BadParameter(f"{value!r}: env show writes a PNG image; name a .png file")
+    return value
+
+
 @env_group.command("show")
 @click.argument("name")
 @click.option(
     "--seed", default=None, type=int, help="Seed of the built-in game (default: run.seed)."
 )
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="PNG file to write.")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    callback=_png_path,
+    help="PNG file to write (its name must end in .png).",
+)
 @click.option("--window", default=None, help="desktop only: window title or class to bind to.")
 @common_options(memory=False, fmt=False)
 def show_cmd(name: str, seed: int | None, out: str, window: str | None, config: Config) -> None:
     """Render the first screen of environment NAME to a PNG file."""
-    from kgagent.envs.render import to_png
+    from kgagent.memory.files import png_bytes
 
     cfg = config
     if seed is not None:
@@ -50,8 +62,8 @@ def show_cmd(name: str, seed: int | None, out: str, window: str | None, config: 
     env = make_env(name, cfg)
     try:
         obs, _info = env.reset(cfg.run.seed)
-        try:
-            to_png(obs, out)
+        try:  # encoded here, so that a failed write says why (OpenCV's says neither)
+            Path(out).write_bytes(png_bytes(obs))
         except OSError as e:
             raise EnvironmentError_(f"cannot write {out}: {e.strerror or e}") from None
     finally:

@@ -74,9 +74,10 @@ class KGAgentGroup(click.Group):
 def cli(ctx: click.Context, debug: bool) -> None:
     """kgagent: an API-free GUI agent with a persistent State-Action Knowledge Graph.
 
-    Memory location: --memory PATH on every command; default $KGAGENT_MEMORY or
-    the user data directory (~/.local/share/kgagent/memory on Linux). Settings:
-    --config FILE and --set section.field=value (docs/config.md).
+    Memory location: --memory PATH on every command; else $KGAGENT_MEMORY; else
+    the config's memory.path; else the user data directory
+    (~/.local/share/kgagent/memory on Linux). Settings: --config FILE and
+    --set section.field=value (docs/config.md).
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug

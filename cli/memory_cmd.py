@@ -14,6 +14,7 @@ from kgagent.cli.output import emit, emit_record
 
 from kgagent.config import Config
 from kgagent.errors import KGAgentError
+from kgagent.memory.merge_place import leftovers_row, remove_leftovers
 
 
 def _say(msg: str) -> None:
@@ -47,7 +48,8 @@ def info_cmd(migrate: bool, memory: Path, config: Config, fmt: str) -> None:
     "--repair",
     is_flag=True,
     help="First repair what can be: finish an interrupted import, replay the engine's log "
-    "(up to a damaged record, keeping a copy), remove crash leftovers (orphan vector rows).",
+    "(up to a damaged record, keeping a copy), remove crash leftovers (orphan vector rows, "
+    "a killed merge's work directory).",
 )
 @common_options()
 def check_cmd(repair: bool, memory: Path, config: Config, fmt: str) -> None:
@@ -56,11 +58,13 @@ def check_cmd(repair: bool, memory: Path, config: Config, fmt: str) -> None:
         from kgagent.memory.repair import repair as repair_memory
 
         repair_memory(memory, config, _say)
+        remove_leftovers(Path(memory).resolve(), _say)
     mem = open_memory(memory, config, write=False)
     try:
         rows = mem.check()
     finally:
         mem.close()
+    rows.append(leftovers_row(Path(memory).resolve()))
     emit(rows, fmt)
     problems = [r["check"] for r in rows if r["status"] == "problem"]
     if problems:

@@ -208,7 +208,8 @@ def query_cmd(
             cut = _print_rows(rows, fmt, limit)
     if cut:
         click.echo(
-            f"note: only the first {limit:,} rows are shown (--limit {limit}); "
+            f"note: only the first {limit:,} row{'s are' if limit != 1 else ' is'} shown "
+            f"(--limit {limit}); "
             "pass --limit 0 for all, or narrow the query",
             err=True,
         )

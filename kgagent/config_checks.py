@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 from kgagent.errors import ConfigError
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: The torch devices CLIP and SAM can run on, with an optional index (``cuda:1``).
+_TORCH_DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:[0-9]+)?")
 
 
 def http_url(url: Any) -> bool:
@@ -21,6 +23,12 @@ def http_url(url: Any) -> bool:
     except ValueError:  # e.g. an unclosed IPv6 bracket
         return False
     return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
+
+
+def torch_device(name: Any) -> bool:
+    """perception.device, checked when the config is read (torch is not imported for it):
+    a bad name would otherwise fail only once CLIP or SAM is built, with torch's error."""
+    return isinstance(name, str) and _TORCH_DEVICE.fullmatch(name) is not None
 
 
 def env_name(name: Any) -> bool:

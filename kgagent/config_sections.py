@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kgagent.config_checks import env_name, http_url
+from kgagent.config_checks import env_name, http_url, torch_device
 from kgagent.config_fields import param
 
 ABLATIONS = (
@@ -101,7 +101,13 @@ class PerceptionConfig:
     clip_weights: str | None = param(
         None, "ours", "a local file or an open_clip pretrained tag; none: no CLIP, no download"
     )
-    device: str = param("cpu", "ours", "torch device of CLIP and SAM: cpu runs everywhere")
+    device: str = param(
+        "cpu",
+        "ours",
+        "torch device of CLIP and SAM: cpu runs everywhere",
+        "naming a torch device: cpu, cuda, cuda:N (N a GPU's index), mps or xpu",
+        check=torch_device,
+    )
     segmenter: str = param(
         "auto", "ours", "auto: SAM if its checkpoint loads, else OpenCV", "auto | sam | opencv"
     )

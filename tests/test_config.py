@@ -155,6 +155,13 @@ def test_text_fields_take_the_override_as_text():
         ("brain.base_url=http://", 'brain.base_url = "http://": must be'),
         ("desktop.noise_margin=0.5", "desktop.noise_margin = 0.5: must be a number >= 1"),
         (
+            "perception.device=tpu9",
+            'perception.device = "tpu9": must be a non-empty string naming a torch device: '
+            "cpu, cuda, cuda:N (N a GPU's index), mps or xpu",
+        ),
+        ("perception.device=cuda:1:2", 'perception.device = "cuda:1:2": must be'),
+        ("perception.device=CPU", 'perception.device = "CPU": must be'),
+        (
             "perception.change_threshold=255",
             "perception.change_threshold = 255: must be an integer",
         ),
@@ -356,3 +363,21 @@ def test_docs_config_table_is_generated_from_the_declarations():
     for spec in Config.specs():
         assert f"| `{spec.name.split('.')[1]}` |" in text
     assert "| `alpha` | `0.7` | a number in [0, 1] | paper: Eq. 1, §4 |" in text
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda", "cuda:1", "mps", "xpu:0"])
+def test_torch_device_names_are_accepted(device):
+    assert Config.load(None, [f"perception.device={device}"]).perception.device == device
+
+
+def test_every_toml_block_of_docs_config_md_loads(tmp_path: Path) -> None:
+    """An example a user copies must be a config kgagent takes."""
+    import textwrap
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "config.md").read_text("utf-8")
+    blocks = re.findall(r"^( *)```toml\n(.*?)^\1```", doc, flags=re.M | re.S)
+    assert blocks, "docs/config.md has no ```toml block"
+    for i, (_, body) in enumerate(blocks):
+        f = tmp_path / f"block{i}.toml"
+        f.write_text(textwrap.dedent(body))
+        Config.load(f, [])  # raises ConfigError on an unknown field or a bad value

@@ -30,6 +30,7 @@ screens (Crafter's creature balancing is made to follow the seed: :func:`_chunks
 from __future__ import annotations
 
 import collections
+import importlib
 import math
 import os
 from dataclasses import dataclass, fields
@@ -189,10 +190,61 @@ def _chunks_in_order(env: Any) -> None:
     world.reset = ordered_reset
 
 
+def _import_failure(env_id: str, e: ImportError) -> str:
+    cause = e.__cause__ if isinstance(e.__cause__, ImportError) else e
+    return (
+        f"cannot make gym:{env_id}: {' '.join(str(cause).split())} (in gym:MODULE:ID, MODULE "
+        "must be importable here and register ID with Gymnasium)"
+    )
+
+
+def _too_many_colons(env_id: str) -> str:
+    return f"gym:{env_id} is not an environment id: use gym:ID or gym:MODULE:ID (one ':')"
+
+
+def unknown_reason(env_id: str) -> str | None:
+    """Why ``gym:env_id`` cannot be made, found before anything else is set up (``kgagent
+    play`` opens the memory first); None when it can, or when only building it can tell
+    (Crafter is the adapter's own; gymnasium, or ale-py for ``ALE/`` ids, not installed:
+    making it says so). The module of a ``module:ID`` id is imported, as making it would."""
+    if env_id.lower() in _CRAFTER_IDS:
+        return None
+    if env_id.count(":") > 1:
+        return _too_many_colons(env_id)
+    try:
+        import gymnasium
+        from gymnasium.envs.registration import find_highest_version, parse_env_id
+
+        if env_id.startswith("ALE/"):
+            import ale_py
+
+            gymnasium.register_envs(ale_py)
+    except ImportError:
+        return None
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            return _import_failure(env_id, e)
+    try:
+        if name in gymnasium.envs.registry:
+            return None
+        ns, base, version = parse_env_id(name)
+        if version is None and find_highest_version(ns, base) is not None:
+            return None  # gymnasium.make takes the latest version
+        gymnasium.spec(name)  # raises, saying which part is unknown
+    except gymnasium.error.Error as e:
+        return f"unknown Gymnasium environment {env_id!r}: {' '.join(str(e).split())}"
+    return None
+
+
 class _Gymnasium:
     """Any Gymnasium environment with a Discrete action space and an RGB rendering."""
 
     def __init__(self, env_id: str, max_episode_steps: int | None) -> None:
+        if env_id.count(":") > 1:
+            raise EnvironmentError_(_too_many_colons(env_id))
         try:
             import gymnasium
         except ImportError:
@@ -212,6 +264,8 @@ class _Gymnasium:
             self.env: Any = gymnasium.make(env_id, **kw)
         except gymnasium.error.Error as e:
             raise EnvironmentError_(f"unknown Gymnasium environment {env_id!r}: {e}") from None
+        except ImportError as e:  # the module of a ``module:ID`` id, or one it imports
+            raise EnvironmentError_(_import_failure(env_id, e)) from None
         space = self.env.action_space
         if not isinstance(space, gymnasium.spaces.Discrete):
             self.env.close()

@@ -37,6 +37,22 @@ def is_env_name(name: str) -> bool:
     )
 
 
+def check_env(name: str) -> None:
+    """Refuse, in one line, an environment that cannot be built, before a run sets anything
+    up: an unknown name, or a ``gym:ID`` that Gymnasium cannot make (an unknown id, a
+    ``gym:MODULE:ID`` whose module does not import)."""
+    if not is_env_name(name):
+        raise ConfigError(
+            f"unknown environment {name!r}; known: {', '.join(ENVS)} (see `kgagent env list`)"
+        )
+    if name.startswith(GYM_PREFIX):
+        from kgagent.envs.gym import unknown_reason
+
+        reason = unknown_reason(name[len(GYM_PREFIX) :])
+        if reason is not None:
+            raise ConfigError(reason)
+
+
 def make_env(name: str, config: Config, *, run_dir: str | Path | None = None) -> Env:
     """Build the environment called ``name``, seeded with ``config.run.seed``.
 

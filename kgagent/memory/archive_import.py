@@ -74,7 +74,7 @@ def import_memory(
     say = progress or noop
     cfg = config or Config()
     archive = Path(archive).expanduser()
-    target = Path(target).expanduser()
+    target = staging.follow_link(Path(target).expanduser(), ArchiveError)
     t0 = time.time()
     if target.exists() and not target.is_dir():
         raise ArchiveError(f"{target} exists and is not a directory")
@@ -407,4 +407,3 @@ def _carry_over(old: Path, new: Path) -> None:
                 f"cannot keep {entry} in the replaced memory ({e.strerror or e}); "
                 "the old memory is unchanged"
             ) from None
-

@@ -31,9 +31,11 @@ ENGINES = ("ladybug", "kuzu")
 
 
 def engine_name(configured: str) -> str:
-    name = os.environ.get("KGAGENT_ENGINE") or configured
+    env = os.environ.get("KGAGENT_ENGINE")
+    name = env or configured
     if name not in ENGINES:
-        raise MemoryStoreError(f"unknown graph engine {name!r}; use one of {', '.join(ENGINES)}")
+        where = "KGAGENT_ENGINE (in the environment)" if env else "memory.engine"
+        raise MemoryStoreError(f"{where} = {name!r}: must be one of {', '.join(ENGINES)}")
     other = "kuzu" if name == "ladybug" else "ladybug"
     if other in sys.modules and getattr(sys.modules[other], "Database", None) is not None:
         raise MemoryStoreError(

@@ -43,6 +43,48 @@ NO_ENCODER_THRESHOLDS = (0.95, 0.88)
 _M = TypeVar("_M", bound="Lifecycle")
 
 
+def _encoder_dict(encoder: EncoderSpec | None) -> dict[str, Any] | None:
+    """An encoder as the manifest records it."""
+    if encoder is None:
+        return None
+    return {
+        "identity": encoder.identity,
+        "dim": encoder.dim,
+        "thresholds": list(encoder.thresholds),
+    }
+
+
+def thetas(config: Config, encoder: dict[str, Any] | None) -> tuple[float, float]:
+    """(θ_merge, θ_simi): ``memory.theta_*`` of the config, else the encoder's defaults."""
+    default = tuple(encoder["thresholds"]) if encoder else NO_ENCODER_THRESHOLDS
+    m = config.memory
+    merge = m.theta_merge if m.theta_merge is not None else float(default[0])
+    simi = m.theta_simi if m.theta_simi is not None else float(default[1])
+    return merge, simi
+
+
+def theta_clash(config: Config, encoder: dict[str, Any] | None) -> str | None:
+    """Why θ_simi is not below θ_merge, naming the fields and where each value comes
+    from; None when it is, or when there is no encoder yet (no state to compare)."""
+    merge, simi = thetas(config, encoder)
+    if encoder is None or simi < merge:
+        return None
+    m, enc = config.memory, encoder["identity"]
+    if m.theta_simi is None:  # θ_merge set below the encoder's θ_simi
+        return (
+            f"memory.theta_merge = {merge} must be above memory.theta_simi, which is {simi} "
+            f"(the default of encoder {enc}; memory.theta_simi is not set): set "
+            f"memory.theta_simi below {merge} too, or memory.theta_merge above {simi}"
+        )
+    if m.theta_merge is None:  # θ_simi set above the encoder's θ_merge
+        return (
+            f"memory.theta_simi = {simi} must be below memory.theta_merge, which is {merge} "
+            f"(the default of encoder {enc}; memory.theta_merge is not set): set "
+            f"memory.theta_merge above {simi} too, or memory.theta_simi below {merge}"
+        )
+    return f"memory.theta_simi = {simi} must be below memory.theta_merge = {merge}"
+
+
 def _create_by_rename(path: Path, manifest: dict[str, Any]) -> HeldLock | None:
     """Build the memory in a staging directory and rename it to ``path``; None when
     another process created ``path`` first."""
@@ -140,6 +182,9 @@ class Lifecycle(MemoryCore):
                 raise MemoryStoreError(
                     f"no kgagent memory at {path}; run `kgagent play --memory {path}` to create one"
                 )
+            clash = theta_clash(config, _encoder_dict(encoder))  # before anything is created
+            if clash:
+                raise MemoryStoreError(clash)
             self._lock = self._create(path, config)
             manifest = read_manifest(path)
             if manifest is None:
@@ -223,6 +268,12 @@ class Lifecycle(MemoryCore):
             _probe_writable(path)
         latest = migrations.latest_version()
         recorded = int(manifest.get("schema_version", 0))
+        if read_only and not recorded and not (path / GRAPH).exists():
+            raise MemoryStoreError(
+                f"the memory at {path} has no graph database yet (its creation did not finish); "
+                f"open it once to write (`kgagent memory info --migrate --memory {path}`) or "
+                "delete it"
+            )
         if recorded and recorded < latest and not read_only and config.memory.backup_on_migrate:
             self._backup(f"schema-v{recorded}")
         self._db = GraphDB(
@@ -259,15 +310,7 @@ class Lifecycle(MemoryCore):
                 "upgrade kgagent to open it"
             )
         self._encoder_refusal(encoder)
-        self.encoder = manifest.get("encoder") or (
-            None
-            if encoder is None
-            else {
-                "identity": encoder.identity,
-                "dim": encoder.dim,
-                "thresholds": list(encoder.thresholds),
-            }
-        )
+        self.encoder = manifest.get("encoder") or _encoder_dict(encoder)
         self._set_thresholds()
 
     def _release_lock(self) -> None:
@@ -355,26 +398,18 @@ class Lifecycle(MemoryCore):
         if encoder is None:
             return recorded
         if recorded is None:
-            recorded = {
-                "identity": encoder.identity,
-                "dim": encoder.dim,
-                "thresholds": list(encoder.thresholds),
-            }
+            recorded = _encoder_dict(encoder)
             self.manifest["encoder"] = recorded
             write_manifest(self.path, self.manifest)
         return recorded
 
     def _set_thresholds(self) -> None:
-        """θ_merge and θ_simi: the config's, else the encoder's defaults."""
-        recorded = self.encoder
-        default = tuple(recorded["thresholds"]) if recorded else NO_ENCODER_THRESHOLDS
-        m = self.config.memory
-        self.theta_merge = m.theta_merge if m.theta_merge is not None else float(default[0])
-        self.theta_simi = m.theta_simi if m.theta_simi is not None else float(default[1])
-        if not self.theta_simi < self.theta_merge:
-            raise MemoryStoreError(
-                f"θ_simi ({self.theta_simi}) must be below θ_merge ({self.theta_merge})"
-            )
+        """θ_merge and θ_simi: the config's, else the encoder's defaults. A reader merges no
+        state, so only a writer is refused a θ_simi that is not below θ_merge."""
+        self.theta_merge, self.theta_simi = thetas(self.config, self.encoder)
+        clash = None if self.read_only else theta_clash(self.config, self.encoder)
+        if clash:
+            raise MemoryStoreError(clash)
 
     def _backup(self, label: str) -> Path:
         dest = self.path / "backups" / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"

@@ -30,7 +30,7 @@ from typing import Any
 
 from kgagent.config import Config
 from kgagent.errors import MemoryStoreError
-from kgagent.memory import migrations
+from kgagent.memory import migrations, staging
 from kgagent.memory.core import EncoderSpec
 from kgagent.memory.engine import engine_name
 from kgagent.memory.files import read_manifest
@@ -41,6 +41,7 @@ from kgagent.memory.merge_place import (
     DestinationGuard,
     MergeError,
     copy_memory,
+    make_parent,
     merge_lock,
     place,
     recover,
@@ -81,12 +82,12 @@ def merge_memories(
     """
     say = progress or _noop
     cfg = config or Config()
-    dest = Path(dest).expanduser().absolute()
+    dest = staging.follow_link(Path(dest).expanduser().absolute(), MergeError)
     paths = [Path(s).expanduser().absolute() for s in sources]
     if not paths:
         raise MergeError("name at least one memory directory or archive to merge")
     t0 = time.time()
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    make_parent(dest)
     with merge_lock(dest):
         recover(dest, say)
         manifest = _check_destination(dest, cfg)

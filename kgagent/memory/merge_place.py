@@ -25,6 +25,7 @@ descriptor that holds the lock.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ from pathlib import Path
 from kgagent.errors import MemoryStoreError
 from kgagent.memory import staging
 from kgagent.memory.lifecycle import BLOBS, GRAPH
+from kgagent.memory.lock import is_locked
 from kgagent.memory.staging import link_or_copy
 
 try:  # POSIX; elsewhere the merge runs without the two guards
@@ -65,21 +67,104 @@ def lock_path(dest: Path) -> Path:
 
 @contextlib.contextmanager
 def merge_lock(dest: Path) -> Iterator[None]:
-    """One merge per destination at a time (``flock`` on a file beside it)."""
+    """One merge per destination at a time (``flock`` on a file beside it).
+
+    The lock file is removed when the merge ends, while it is still locked; so a merge
+    that locked a file must check that the file is still the one at the path (not one
+    unlinked by the merge before it) and start again otherwise.
+    """
     if fcntl is None:  # pragma: no cover
         yield
         return
-    fd = os.open(lock_path(dest), os.O_RDWR | os.O_CREAT, 0o644)
+    path = lock_path(dest)
+    fd = _lock_fd(dest, path)
     try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()  # still ours: every locker re-checks the path after locking
+        os.close(fd)
+
+
+def _lock_fd(dest: Path, path: Path) -> int:
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise MergeError(_unwritable(dest, e)) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            os.close(fd)
             raise MergeError(
                 f"another merge into {dest} is running; wait for it to finish"
             ) from None
-        yield
-    finally:
-        os.close(fd)
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # unlinked by the merge that held it: lock the new one
+
+
+def merge_running(dest: Path) -> bool:
+    """Whether a live merge into ``dest`` holds its lock (a killed one's lock is free)."""
+    return is_locked(lock_path(dest))
+
+
+def leftovers(dest: Path) -> list[Path]:
+    """The work directories of merges into ``dest`` (a killed merge's, unless one runs)."""
+    try:
+        found = dest.parent.glob(f".{staging.glob_escape(dest.name)}.merge-*")
+        return sorted(p for p in found if p.is_dir())
+    except OSError:
+        return []
+
+
+def leftovers_row(dest: Path) -> dict[str, object]:
+    """The row of `kgagent memory check` for what killed merges left beside ``dest``."""
+    found = leftovers(dest)
+    if found and merge_running(dest):
+        status, detail = "in flight", "the work directory of a merge into this memory running now"
+    else:
+        status = "repairable" if found else "ok"
+        detail = (
+            f"{work_prefix(dest)}* beside the memory, left by a killed merge (a copy of the "
+            "memory): removed by --repair or by the next merge into it"
+        )
+    return {"check": "merge_leftovers", "status": status, "count": len(found), "detail": detail}
+
+
+def remove_leftovers(dest: Path, say: Callable[[str], None]) -> None:
+    """What killed merges into ``dest`` left beside it (:func:`recover`), unless a merge
+    into it runs now."""
+    if not leftovers(dest) and not lock_path(dest).exists():
+        return
+    try:
+        with merge_lock(dest):
+            for work in leftovers(dest):
+                say(f"removing {work.name} (left by a killed merge)")
+            recover(dest, say)
+    except MergeError as e:
+        say(f"{e}; its work directory is left alone")
+
+
+def _unwritable(dest: Path, e: OSError) -> str:
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"cannot merge into {dest}: its folder {dest.parent} is not writable ({e.strerror})"
+    return f"cannot merge into {dest}: {e.strerror or e} ({e.filename or dest.parent})"
+
+
+def make_parent(dest: Path) -> None:
+    """The destination's folder (the merge works beside the destination)."""
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise MergeError(f"cannot merge into {dest}: {dest.parent} is not a folder") from None
+    except OSError as e:
+        raise MergeError(
+            f"cannot merge into {dest}: its folder {dest.parent} cannot be made ({e.strerror or e})"
+        ) from None
 
 
 class DestinationGuard:
@@ -127,7 +212,6 @@ class DestinationGuard:
             os.fsync(out.fileno())
 
 
-
 def copy_memory(src: Path, dst: Path, guard: DestinationGuard) -> None:
     """A working copy of the memory at ``src``: database and vectors copied, blobs linked."""
     dst.mkdir()
@@ -140,7 +224,6 @@ def copy_memory(src: Path, dst: Path, guard: DestinationGuard) -> None:
             shutil.copytree(entry, target, copy_function=fn, symlinks=True)
         else:
             shutil.copy2(entry, target, follow_symlinks=False)
-
 
 
 def place(built: Path, dest: Path, replacing: bool, work: Path) -> None:
@@ -169,7 +252,7 @@ def recover(dest: Path, say: Callable[[str], None]) -> None:
     renames of the fallback: when ``dest`` is missing, ``previous`` goes back; when
     something else is at ``dest`` by now, both are kept and the merge is refused.
     """
-    for work in sorted(dest.parent.glob(work_prefix(dest) + "*")):
+    for work in sorted(dest.parent.glob(f".{staging.glob_escape(dest.name)}.merge-*")):
         if not work.is_dir():
             continue
         previous = work / PREVIOUS

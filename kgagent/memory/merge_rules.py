@@ -29,6 +29,7 @@ already-merged nodes: merging a memory twice adds nothing the second time.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import Counter
 from dataclasses import replace
@@ -105,7 +106,15 @@ class Folder:
     def _blob(self, src: Source, blob_id: str) -> str:
         if not blob_id:
             return ""
-        return self.m.blobs.put_bytes(src.blobs.get_bytes(blob_id))
+        data = src.blobs.get_bytes(blob_id)
+        # put_bytes names the bytes by their hash: damaged ones would pass as a new blob.
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != blob_id:
+            raise MergeError(
+                f"blob {blob_id} of {src.label} is damaged (its content hashes to {digest}); "
+                f"run `kgagent memory check --memory {src.label}`"
+            )
+        return self.m.blobs.put_bytes(data)
 
     # ---------------------------------------------------------------- fold
     def fold(self, src: Source) -> None:

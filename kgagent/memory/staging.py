@@ -43,6 +43,22 @@ PREVIOUS = "previous"
 between_renames: Callable[[], None] | None = None
 
 
+def follow_link(target: Path, error: type[Exception]) -> Path:
+    """Where a destination that is a symbolic link points: a merge or an import replaces
+    the directory there, and the link stays (renaming onto the link would replace the
+    link itself with a directory, and leave its target as it was). A link to nothing is
+    refused with ``error``: which directory was meant cannot be told."""
+    if not target.is_symlink():
+        return target
+    try:
+        return target.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise error(
+            f"{target} is a symbolic link to {os.readlink(target)}, which does not exist; "
+            "create that directory or remove the link"
+        ) from None
+
+
 def make(target: Path, kind: str) -> tuple[Path, HeldLock]:
     """A new staging directory ``.<name>.<kind>-XXXX`` next to ``target``, locked by us."""
     target.parent.mkdir(parents=True, exist_ok=True)

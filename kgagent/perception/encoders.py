@@ -25,6 +25,7 @@ import numpy as np
 
 from kgagent.config import PerceptionConfig
 from kgagent.errors import ConfigError, WeightsUnavailable
+from kgagent.perception.device import torch_device
 
 __all__ = ["ClipEncoder", "PixelEncoder", "make_encoder"]
 
@@ -169,7 +170,7 @@ class ClipEncoder:
         import torch  # lazy: the offline path must not pay for torch
 
         self._torch = torch
-        self.device = _torch_device(cfg.device)
+        self.device = torch_device(cfg.device)
         name = cfg.clip_model
         if model is None:
             model, tag = self._load(open_clip, name, cfg.clip_weights)
@@ -254,15 +255,6 @@ def _clip_hint(model: str, why: str) -> str:
         "(.pt/.bin/.safetensors) or to an open_clip tag such as 'openai' (needs internet once), "
         "or use perception.encoder=pixel"
     )
-
-
-def _torch_device(name: str) -> Any:
-    import torch
-
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"perception.device={name!r} but no CUDA device is available; use 'cpu'")
-    return dev
 
 
 def _file_tag(path: Path) -> str:

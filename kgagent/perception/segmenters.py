@@ -27,6 +27,7 @@ from kgagent.config import PerceptionConfig
 from kgagent.errors import ConfigError, WeightsUnavailable
 from kgagent.perception.base import Segment
 from kgagent.perception.change import to_gray
+from kgagent.perception.device import torch_device
 
 __all__ = [
     "OpenCVSegmenter",
@@ -329,7 +330,7 @@ class SamSegmenter:
         import torch  # lazy: importing kgagent.perception must stay torch-free
 
         self.cfg = cfg = cfg or PerceptionConfig()
-        device = _torch_device(cfg.device)
+        device = torch_device(cfg.device)
         if model is None:
             model, tag = _load_sam(cfg)
         else:
@@ -373,15 +374,6 @@ class SamSegmenter:
                 )
             )
         return _finalize(img, cands, self.cfg)
-
-
-def _torch_device(name: str) -> Any:
-    import torch
-
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"perception.device={name!r} but no CUDA device is available; use 'cpu'")
-    return dev
 
 
 def _load_sam(cfg: PerceptionConfig) -> tuple[Any, str]:

@@ -185,3 +185,11 @@ def test_env_commands_take_the_options_that_make_sense() -> None:
     listed = run("env", "list", "--format", "json")
     assert listed.exit_code == 0
     assert "cardgame" in {r["name"] for r in json.loads(listed.stdout)}
+
+
+def test_help_gives_the_memory_location_in_order() -> None:
+    text = " ".join(run("--help").output.split())
+    assert (
+        "--memory PATH on every command; else $KGAGENT_MEMORY; else the config's memory.path; "
+        "else the user data directory"
+    ) in text

@@ -217,6 +217,47 @@ def test_registry_builds_gym_envs_and_names_unknown_ones() -> None:
         make_env("gym:NoSuchGame-v9", cfg)
 
 
+def test_a_module_id_whose_module_does_not_import_is_one_line() -> None:
+    from kgagent.config import Config
+    from kgagent.envs.registry import make_env
+
+    for name, message in [
+        ("gym:nosuchmod:Foo-v0", "cannot make gym:nosuchmod:Foo-v0: No module named 'nosuchmod'"),
+        ("gym:a:b:Foo-v0", "use gym:ID or gym:MODULE:ID"),
+    ]:
+        with pytest.raises(EnvironmentError_, match=re.escape(message)) as e:
+            make_env(name, Config())
+        assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("gym:nosuchmod:Foo-v0", "No module named 'nosuchmod'"),
+        ("gym:NoSuch-v0", "unknown Gymnasium environment 'NoSuch-v0'"),
+        ("gym:gymnasium.envs.classic_control:NoSuch-v0", "unknown Gymnasium environment"),
+        ("gym:a:b:Foo-v0", "one ':'"),
+        ("nosuch", "unknown environment 'nosuch'"),
+        ("gym:crafter", None),
+        ("gym:CartPole", None),  # the latest version, as gymnasium.make takes it
+        ("gym:gymnasium.envs.classic_control:CartPole-v1", None),
+        ("cardgame", None),
+    ],
+)
+def test_check_env_refuses_what_cannot_be_built_before_building_it(name, message) -> None:
+    """`kgagent play` opens the memory before it builds the environment: the id is
+    checked first, without building it."""
+    from kgagent.envs.registry import check_env
+    from kgagent.errors import ConfigError
+
+    if message is None:
+        check_env(name)
+        return
+    with pytest.raises(ConfigError, match=re.escape(message)) as e:
+        check_env(name)
+    assert "\n" not in str(e.value)
+
+
 def test_a_pygame_drawn_env_without_a_display_prints_no_false_error() -> None:
     """SDL without a display tries Wayland first and prints "error: XDG_RUNTIME_DIR ...";
     the adapter asks for the offscreen driver at once and leaves no variable behind."""

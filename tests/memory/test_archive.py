@@ -392,3 +392,21 @@ def test_archive_moves_between_engines(exported, tmp_path: Path) -> None:
     dest = tmp_path / "home-again"
     import_memory(back, dest)
     assert snapshot(dest, pop) == snapshot(pop.path, pop)
+
+
+def test_force_through_a_symlink_replaces_the_directory_it_points_to(
+    exported, target: Path
+) -> None:
+    pop, archive = exported
+    link = target.parent / "link"
+    link.symlink_to(target.name)
+    import_memory(archive, link, force=True)
+    assert link.is_symlink() and os.readlink(link) == target.name  # the link stays
+    with Memory.open(target, Config(), read_only=True) as m:  # the memory behind it is new
+        assert {r["id"] for r in m._q("state_revisions")} == set(pop.states.values())
+    dangling = target.parent / "dangling"
+    dangling.symlink_to("nowhere")
+    with pytest.raises(ArchiveError, match="symbolic link to nowhere, which does not exist") as e:
+        import_memory(archive, dangling)
+    assert "\n" not in str(e.value) and dangling.is_symlink()
+    assert not (target.parent / "nowhere").exists()

@@ -19,7 +19,7 @@ from kgagent.config import Config
 from kgagent.errors import ArchiveError, EncoderMismatchError, KGAgentError, MemoryStoreError
 from kgagent.memory import EncoderSpec, Memory, archive_verify
 from kgagent.memory.archive import export_memory, import_memory
-from kgagent.memory.files import BlobStore
+from kgagent.memory.files import BlobStore, write_manifest
 
 from .conftest import ENC, populate, tree_hash
 
@@ -205,7 +205,7 @@ def test_refused_opens_write_nothing_not_even_a_memory_id(tmp_path: Path) -> Non
         Memory.open(path, Config(), encoder=EncoderSpec("other:v1", 16, (0.95, 0.88)))
     low = Config()
     low = replace(low, memory=replace(low.memory, theta_merge=0.5))  # below the encoder's θ_simi
-    with pytest.raises(MemoryStoreError, match="θ_simi"):
+    with pytest.raises(MemoryStoreError, match="memory.theta_merge = 0.5 must be above"):
         Memory.open(path, low, encoder=ENC)
     assert tree_hash(path) == before
     with Memory.open(path, Config(), encoder=ENC) as m:  # a good open records the id
@@ -236,3 +236,54 @@ def test_rows_written_by_hand_are_reported_not_a_traceback(tmp_path: Path) -> No
         m.cypher("CREATE (:Object {id: 'o-by-hand'})", write=True)
     with pytest.raises(MemoryStoreError, match="cannot read.*--write"):
         Memory.open(path, Config(), encoder=ENC)
+
+
+@pytest.mark.parametrize(
+    "overrides, thetas, message",
+    [
+        (
+            {"theta_merge": 0.6},
+            (0.6, 0.7),
+            "memory.theta_merge = 0.6 must be above memory.theta_simi, which is 0.7 (the default "
+            "of encoder pix:v1; memory.theta_simi is not set): set memory.theta_simi below 0.6 "
+            "too, or memory.theta_merge above 0.7",
+        ),
+        (
+            {"theta_simi": 0.9},
+            (0.8, 0.9),
+            "memory.theta_simi = 0.9 must be below memory.theta_merge, which is 0.8 (the default "
+            "of encoder pix:v1; memory.theta_merge is not set): set memory.theta_merge above 0.9 "
+            "too, or memory.theta_simi below 0.8",
+        ),
+    ],
+)
+def test_a_theta_clash_names_the_fields_and_creates_nothing(
+    tmp_path: Path, overrides, thetas, message
+) -> None:
+    """Against the encoder's default: refused before the memory is created (a half-made one,
+    a manifest without a database, could then not be read)."""
+    spec = EncoderSpec("pix:v1", 16, (0.8, 0.7))
+    cfg = Config()
+    cfg = replace(cfg, memory=replace(cfg.memory, **overrides))
+    fresh = tmp_path / "fresh"
+    with pytest.raises(MemoryStoreError) as info:
+        Memory.open(fresh, cfg, encoder=spec)
+    assert str(info.value) == message
+    assert list(tmp_path.iterdir()) == []  # no memory, no staging directory
+    with Memory.open(fresh, Config(), encoder=spec):
+        pass
+    with Memory.open(fresh, cfg, read_only=True) as m:  # a reader merges no state: no refusal
+        assert (m.theta_merge, m.theta_simi) == thetas
+
+
+def test_a_memory_whose_creation_did_not_finish_says_so_read_only(tmp_path: Path) -> None:
+    path = tmp_path / "half"
+    path.mkdir()
+    write_manifest(path, {"schema_version": 0, "encoder": None, "engine": Config().memory.engine})
+    with pytest.raises(MemoryStoreError, match="has no graph database yet") as info:
+        Memory.open(path, Config(), read_only=True)
+    assert "\n" not in str(info.value) and "memory info --migrate" in str(info.value)
+    with Memory.open(path, Config(), encoder=ENC) as m:  # a writer finishes it
+        assert m.manifest["schema_version"] > 0
+    with Memory.open(path, Config(), read_only=True) as m:
+        assert m.stats().nodes == 0

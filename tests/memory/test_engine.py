@@ -88,3 +88,15 @@ def test_a_memory_held_by_another_process_is_refused_with_what_to_do(tmp_path: P
     finally:
         holder.communicate("\n", timeout=60)
     assert holder.returncode == 0
+
+
+def test_an_unknown_engine_names_where_it_was_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KGAGENT_ENGINE", "neo4j")
+    with pytest.raises(MemoryStoreError) as e:
+        engine_name("ladybug")
+    assert str(e.value) == (
+        "KGAGENT_ENGINE (in the environment) = 'neo4j': must be one of ladybug, kuzu"
+    )
+    monkeypatch.delenv("KGAGENT_ENGINE")
+    with pytest.raises(MemoryStoreError, match="^memory.engine = 'neo4j': must be one of"):
+        engine_name("neo4j")

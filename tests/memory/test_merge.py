@@ -458,7 +458,7 @@ def test_kill9_leaves_the_destination_as_it_was(two, tmp_path: Path, point: str)
     s = merge_memories([pb], dest)
     assert s["changed"] == (point != "after_renames") and s["nodes"] == 4
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(work_prefix(dest))]
-    assert lock_path(dest).exists() and not lock_path(dest).stat().st_size
+    assert not lock_path(dest).exists()  # removed when the merge ended
 
 
 HOLDER = textwrap.dedent(
@@ -565,3 +565,117 @@ def test_cli_merge_command(two, tmp_path: Path) -> None:
     res = CliRunner().invoke(merge_cmd, [str(pa), "--into", str(dest), "--format", "json"])
     assert json.loads(res.stdout)[0]["changed"] is False
     assert os.path.isdir(dest)
+
+
+def test_merge_through_a_symlink_merges_into_the_directory_it_points_to(
+    two, tmp_path: Path
+) -> None:
+    pa, a, pb, b = two
+    real = tmp_path / "real"
+    merge_memories([pa], real)
+    link = tmp_path / "link"
+    link.symlink_to(real.name)
+    s = merge_memories([pb], link)
+    assert s["changed"] and s["memory"] == str(real)
+    assert link.is_symlink() and os.readlink(link) == real.name  # the link stays
+    with Memory.open(real, Config(), read_only=True) as m:
+        assert m.stats().nodes == 4
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to("nowhere")
+    with pytest.raises(KGAgentError, match="symbolic link to nowhere, which does not exist") as e:
+        merge_memories([pb], dangling)
+    assert "\n" not in str(e.value) and dangling.is_symlink()
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_damaged_blob_of_a_source_is_refused(two, tmp_path: Path) -> None:
+    """Copied by content hash, a damaged blob would be stored under a new name and pass
+    `memory check` in the merged memory; the merge refuses it like `memory export`."""
+    pa, a, pb, b = two
+    dest = tmp_path / "dest"
+    merge_memories([pa], dest)
+    before = tree_hash(dest)
+    with Memory.open(pb, Config(), read_only=True) as m:
+        crop_blob = m.get_object(b["oz"]).crop_blob
+        m.blobs.path(crop_blob).write_bytes(b"corrupt\n")
+        assert {r["check"]: r["count"] for r in m.check()}["damaged_blobs"] == 1
+    with pytest.raises(KGAgentError, match=f"blob {crop_blob} of {pb} is damaged") as e:
+        merge_memories([pb], dest)
+    assert "\n" not in str(e.value) and "memory check" in str(e.value)
+    assert tree_hash(dest) == before
+    with pytest.raises(KGAgentError, match="is damaged"):
+        merge_memories([pb], tmp_path / "fresh")
+    assert not (tmp_path / "fresh").exists()
+    assert not [p for p in tmp_path.iterdir() if ".merge-" in p.name]
+
+
+def test_a_destination_whose_folder_cannot_be_written_is_named(
+    two, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgagent.memory import merge_place
+
+    pa, a, pb, b = two
+    (tmp_path / "file").write_text("")
+    with pytest.raises(KGAgentError) as e:
+        merge_memories([pa], tmp_path / "file" / "dest")
+    assert (
+        str(e.value)
+        == f"cannot merge into {tmp_path / 'file' / 'dest'}: {tmp_path / 'file'} is not a folder"
+    )
+
+    real_open = os.open
+
+    def refused(path, *args, **kw):  # a folder this user may not write (root may write any)
+        if str(path).endswith(".merge.lock"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kw)
+
+    monkeypatch.setattr(merge_place.os, "open", refused)
+    with pytest.raises(KGAgentError) as e:
+        merge_memories([pa], tmp_path / "dest")
+    assert str(e.value) == (
+        f"cannot merge into {tmp_path / 'dest'}: its folder {tmp_path} is not writable "
+        "(Permission denied)"
+    )
+
+
+def test_memory_check_reports_and_repair_removes_a_killed_merges_work(two, tmp_path: Path) -> None:
+    from kgagent.cli.memory_cmd import memory_group
+
+    pa, a, pb, b = two
+    dest = tmp_path / "dest"
+    merge_memories([pa], dest)
+    assert not lock_path(dest).exists()
+    killed_merge("copied", dest, pb)  # leaves its work directory and its lock file
+    left = [p for p in tmp_path.iterdir() if p.name.startswith(work_prefix(dest))]
+    assert len(left) == 1 and lock_path(dest).exists()
+
+    def check(*extra: str) -> dict:
+        res = CliRunner().invoke(
+            memory_group, ["check", "--memory", str(dest), "--format", "json", *extra]
+        )
+        assert res.exit_code == 0, res.output
+        return {r["check"]: r for r in json.loads(res.stdout)}["merge_leftovers"]
+
+    row = check()
+    assert (row["status"], row["count"]) == ("repairable", 1) and left[0].exists()
+    row = check("--repair")
+    assert (row["status"], row["count"]) == ("ok", 0)
+    assert not left[0].exists() and not lock_path(dest).exists()
+    with Memory.open(dest, Config(), read_only=True) as m:  # the memory is as it was
+        assert m.stats().nodes == 2
+
+
+def test_the_merge_lock_is_one_at_a_time_and_removed_after(tmp_path: Path) -> None:
+    from kgagent.memory.merge_place import MergeError, merge_lock
+
+    dest = tmp_path / "dest"
+    with merge_lock(dest):
+        assert lock_path(dest).exists()
+        with pytest.raises(MergeError, match="another merge into"), merge_lock(dest):
+            pass
+        assert lock_path(dest).exists()  # the refused one leaves the holder's file
+    assert not lock_path(dest).exists()
+    with pytest.raises(KGAgentError):  # refused: no lock file stays beside it either
+        merge_memories([tmp_path / "nothing"], dest)
+    assert list(tmp_path.iterdir()) == []

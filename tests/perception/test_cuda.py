@@ -84,3 +84,26 @@ def test_sam_on_cuda_from_a_checkpoint_file(tmp_path, cuda):
         x, y, w, h = s.bbox
         assert 0 <= x and 0 <= y and x + w <= 320 and y + h <= 180
         assert s.crop.shape == (h, w, 3)
+
+
+@pytest.mark.parametrize(
+    "name, cuda_count, message",
+    [
+        ("cuda:3", 1, r"has 1 CUDA device\(s\), cuda:0 to cuda:0; use one of them or 'cpu'"),
+        ("cuda", 0, "no CUDA device is available"),
+        ("mps", 0, "MPS .* is not available"),
+    ],
+)
+def test_a_device_this_machine_lacks_is_one_line(monkeypatch, name, cuda_count, message):
+    """Known to torch, absent here: refused before any model is moved there (torch would
+    fail later, with a traceback)."""
+    torch = pytest.importorskip("torch")
+    from kgagent.perception.device import torch_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda_count > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: cuda_count)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    with pytest.raises(ConfigError, match=message) as e:
+        torch_device(name)
+    assert "\n" not in str(e.value)
+    assert torch_device("cpu").type == "cpu"
