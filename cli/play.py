@@ -9,13 +9,14 @@ validated before the memory is opened.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from kgagent.config import ABLATIONS, Config
-from kgagent.envs.registry import ENVS, is_env_name
+from kgagent.envs.registry import ENVS, check_env, is_env_name
 from kgagent.errors import ConfigError
 
 from .common import common_options
@@ -27,6 +28,58 @@ def _env_name(ctx: click.Context, param: click.Parameter, value: str | None) -> 
         return value
     known = ", ".join(ENVS)
     raise click.BadParameter(f"{value!r} is not an environment; known: {known}")
+
+
+def _usage(message: str) -> click.UsageError:
+    return click.UsageError(message, click.get_current_context(silent=True))
+
+
+def _refuse_ignored(env_name: str | None, cfg: Config, **desktop_options: str | None) -> None:
+    """Desktop options with another environment would be dropped without a word."""
+    given = [f"--{k}" for k, v in desktop_options.items() if v]
+    env = env_name or cfg.run.env
+    if given and env != "desktop":
+        playing = f"--env {env}" if env_name else f"{env} (run.env)"
+        raise _usage(
+            f"{' and '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --env "
+            f"desktop only, and this run plays {playing}: leave "
+            f"{'it' if len(given) == 1 else 'them'} out, or give --env desktop"
+        )
+
+
+def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
+    """Targets that exclude each other, and a --screen that no private Xvfb would use:
+    either would otherwise be dropped without a word. ``cfg`` holds the options and the
+    config's values; ``given``: the options given, so that a message names each value
+    where it came from (``--window`` or ``desktop.window``)."""
+    d = cfg.desktop
+    if cfg.run.env != "desktop":
+        return
+    name = {k: f"--{k}" if given.get(k) else f"desktop.{k}" for k in ("window", "region", "launch")}
+    if d.window and d.region:
+        raise _usage(
+            f"{name['window']} and {name['region']} exclude each other: bind to a window "
+            "or to a region of the screen, not both"
+        )
+    if d.launch and d.region:
+        raise _usage(
+            f"{name['launch']} and {name['region']} exclude each other: a launched program "
+            "is bound to its own window (add --window to say which of its windows)"
+        )
+    private = d.display == "new" or (
+        d.display is None and not os.environ.get("DISPLAY") and bool(d.launch)
+    )
+    if given.get("screen") and not private:
+        if d.display:
+            why = f"this run uses the display {d.display}"
+        elif os.environ.get("DISPLAY"):
+            why = f"this run uses the display {os.environ['DISPLAY']} ($DISPLAY)"
+        else:
+            why = "only --launch starts one (here: no display at all)"
+        raise _usage(
+            f"--screen sizes a private Xvfb, and {why}: leave --screen out, or start the "
+            "program on a private Xvfb of that size with --launch CMD --display new"
+        )
 
 
 @click.command("play")
@@ -120,6 +173,9 @@ def play_cmd(
         cfg.set_dotted(f"desktop.screen_size={screen.lower().replace('x', ',')}")
     if (window or region or launch) and not env_name:
         env_name = "desktop"
+    _refuse_ignored(
+        env_name, cfg, window=window, region=region, launch=launch, display=display, screen=screen
+    )
     for dotted, value in (
         ("run.env", env_name),
         ("desktop.window", window),
@@ -136,7 +192,13 @@ def play_cmd(
         if value is not None and value != "":
             section, name = dotted.split(".")
             setattr(getattr(cfg, section), name, value)
+    _refuse_conflicts(cfg, window=window, region=region, launch=launch, screen=screen)
     cfg.validate()  # before the memory is opened: a bad value writes nothing
+    check_env(cfg.run.env)  # an env that cannot be built (gym:NoSuch-v0) creates no memory
+    if cfg.run.env == "desktop" and cfg.desktop.launch:
+        from kgagent.envs.launch import program_argv
+
+        program_argv(cfg.desktop.launch)  # a command that cannot be split, in one line
     runner = Runner(cfg, memory_path=memory, progress=not quiet)
     summary = runner.run()
     emit_record(summary.to_dict(), fmt, table=summary.format_table())

@@ -159,7 +159,9 @@ class RunSummary:
     executions_by_path: dict[str, list[int]] = field(default_factory=dict)
     estimated_tokens: int = 0  # of ``tokens``, estimated (replies without usage)
     late_changes: int = 0  # changes found after an action had settled (step lines' sum)
-    stopped: str = "steps"  # steps | terminated | episode_limit | interrupted | budget | endpoint
+    # steps | terminated | episode_limit | interrupted | budget | endpoint | error
+    stopped: str = "steps"
+    error: str | None = None  # stopped by an exception (endpoint, error): its one line
     episodes: int = 1
     duration_s: float = 0.0
     log_path: str | None = None
@@ -209,6 +211,8 @@ class RunSummary:
         if self.late_changes:
             late = f"{self.late_changes} changes came after an action had settled"
             rows.insert(7, ("late changes", late))
+        if self.error:
+            rows.insert(2, ("error", self.error))
         if self.brain is not None:
             at = rows.index(next(r for r in rows if r[0] == "tokens"))
             rows[at:at] = self._brain_rows()

@@ -183,6 +183,7 @@ class Runner:
         t0 = time.perf_counter()
         records: list[dict[str, Any]] = []
         stopped = "steps"
+        error: str | None = None  # the exception that ended the run, in one line
         truth: dict[str, Any] = {}
         log_path: Path | None = None
         mem = env = None
@@ -198,12 +199,15 @@ class Runner:
             agent = make_agent(
                 cfg, mem, encoder, segmenter, brain, np.random.default_rng(cfg.run.seed)
             )
+            target = env.describe_target() if hasattr(env, "describe_target") else None
+            if target:
+                self.log(f"{env.name}: acting on {target}")
             screen = self._screen(env)
             in_episode = 0
             bar = _progress(n_steps, self.progress)
             with log_path.open("w") as fh, _StopFlag(self.log, brain.interrupt) as flag:
                 out = RunLogWriter(fh)
-                out.write("run", self._header(encoder, brain, env.size))
+                out.write("run", {**self._header(encoder, brain, env.size), "target": target})
                 try:
                     for _ in range(n_steps):
                         if flag.stop:
@@ -242,8 +246,13 @@ class Runner:
                             stopped = "terminated"
                 except KeyboardInterrupt:
                     stopped = "interrupted"
-                except EndpointUnusable:
-                    stopped = "endpoint"  # the CLI prints why, in one line
+                except EndpointUnusable as e:
+                    stopped, error = "endpoint", _one_line(e)  # the CLI prints it too
+                    raise
+                except Exception as e:
+                    # the target closed, the fail-safe, a broken store: the summary says
+                    # so (the CLI prints the same line and exits 1), not "steps"
+                    stopped, error = "error", _one_line(e)
                     raise
                 finally:
                     if bar is not None:
@@ -268,6 +277,7 @@ class Runner:
                     if stopped == "interrupted":  # a second Ctrl-C raises before a flag
                         self.stop_signal = flag.signum or signal.SIGINT
                     summary.episodes = episodes
+                    summary.error = error
                     summary.log_path = str(log_path)
                     summary.memory_path = str(self.memory_path)
                     out.write("summary", summary.to_dict())
@@ -387,6 +397,11 @@ def _postfix(rec: StepRecord, records: list[dict[str, Any]]) -> str:
     added = sum(len(r.get("skills_added", [])) for r in records)
     name = (rec.skill_name or "-")[:28]
     return f"{rec.path}: {name} | +skills {added} | R {rec.r_total:.2f}"
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception as the summary's ``error``: its message on one line, else its type."""
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 def _truth(env: Env) -> dict[str, Any]:

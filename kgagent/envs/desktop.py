@@ -81,6 +81,11 @@ class DesktopEnv(Env):
             raise ConfigError("need desktop start_failures >= 1 and launch_timeout_s > 0")
         if self.opts.launch and self.config.region:
             raise ConfigError("desktop.region and desktop.launch exclude each other")
+        if self.config.window and self.config.region:
+            raise ConfigError(
+                "desktop.window and desktop.region exclude each other: bind to a window or "
+                "to a region of the screen, not both"
+            )
         self.restarts = bool(self.opts.launch)
         self._settler = Settler(self.config)
         self._xserver: PrivateX | None = None
@@ -108,6 +113,7 @@ class DesktopEnv(Env):
                     self.display,
                     self.opts.program_log or default_program_log(),
                     self.opts.stop_timeout_s,
+                    where=self._xserver.where if self._xserver is not None else None,
                 )
                 self._start_program()
             elif self.config.window:
@@ -217,11 +223,7 @@ class DesktopEnv(Env):
                 break
             if prog.running:
                 prog.stop()
-                raise EnvironmentError_(
-                    f"no window of {prog.command!r} appeared on {self.display} within "
-                    f"{self.opts.launch_timeout_s:g} s (desktop.launch_timeout_s); "
-                    f"its output is in {prog.log_path}"
-                )
+                raise EnvironmentError_(prog.no_window(self.opts.launch_timeout_s))
             self._count_early_exit()
         self._bind(win)
         self._box = self._await_viewable()
@@ -250,12 +252,7 @@ class DesktopEnv(Env):
         assert prog is not None
         self._early_exits += 1
         if self._early_exits >= self.opts.start_failures:
-            last = prog.tail(3)  # a program's reason often takes more than its last line
-            raise EnvironmentError_(
-                f"{prog.command!r} {prog.ending} at start-up "
-                f"{self._early_exits} times in a row; its output is in {prog.log_path}"
-                + (f" (its last words: {last[:400]})" if last else "")
-            )
+            raise EnvironmentError_(prog.start_up_failure(self._early_exits))
 
     def _await_window(self, before: set[int], timeout_s: float) -> Window | None:
         """The launched program's first visible window (``XWindows.await_window``)."""

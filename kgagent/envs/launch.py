@@ -17,7 +17,13 @@ Safety nets, for when the normal ``close()`` never runs:
 * each child asks for ``PR_SET_PDEATHSIG`` (Linux) before it becomes the program: the
   kernel sends it SIGTERM when the thread that started it ends, even if kgagent is
   killed with SIGKILL. (So a program must be launched from a thread that outlives it:
-  the main thread or the runner's.)
+  the main thread or the runner's.) That reaches the child alone, not what it started
+  (``sh -c 'xclock & wait'``: the xclock), so
+* each group has a *watcher*: a small Python process in a session of its own, holding
+  the read end of a pipe whose write end only kgagent holds. When kgagent ends, however
+  it ends, the kernel closes that end; the watcher reads EOF and stops the group as
+  :func:`stop_group` does (SIGTERM, SIGKILL after the timeout). It exits as soon as the
+  group is empty, and runs nothing of the program's.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from kgagent.errors import EnvironmentError_
+from kgagent.errors import ConfigError, EnvironmentError_
 
 # ---------------------------------------------------------------- safety nets
 _LIVE: dict[int, subprocess.Popen[bytes]] = {}  # process group id -> its leader
@@ -107,6 +113,71 @@ except OSError as e:
 """
 
 
+# The watcher of one process group (see the module's docstring): argv is the group's id and
+# the grace in seconds between SIGTERM and SIGKILL; stdin is the pipe from kgagent.
+_WATCHER = """import os, select, signal, sys, time
+pgid, grace = int(sys.argv[1]), float(sys.argv[2])
+def alive():
+    try:
+        os.killpg(pgid, 0)
+    except OSError:  # empty; or, its id taken by another user's group: not ours
+        return False
+    return True
+while alive():
+    if select.select([0], [], [], 0.5)[0] and not os.read(0, 64):
+        break  # EOF: kgagent has gone (or stopped the group itself)
+else:
+    sys.exit(0)
+for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        sys.exit(0)
+    end = time.monotonic() + wait
+    while alive() and time.monotonic() < end:
+        time.sleep(0.05)
+"""
+_WATCHERS: dict[int, tuple[int, subprocess.Popen[bytes]]] = {}  # group id -> (fd, watcher)
+
+
+def _watch(pgid: int, grace_s: float) -> None:
+    """Start the watcher that stops group ``pgid`` when kgagent ends without stopping it.
+
+    The pipe's ends are not inheritable (``os.pipe``), so no other child holds the write
+    end open; the watcher gets the read end as its stdin, a session of its own (Ctrl-C
+    and a signal to kgagent's group miss it) and ``/`` as its directory."""
+    r, w = os.pipe()
+    try:
+        watcher = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHER, str(pgid), f"{grace_s:g}"],
+            stdin=r,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd="/",
+        )
+    except OSError:
+        os.close(w)  # no watcher: PR_SET_PDEATHSIG and the atexit handler remain
+        return
+    finally:
+        os.close(r)
+    with _LIVE_LOCK:
+        _WATCHERS[pgid] = (w, watcher)
+
+
+def _unwatch(pgid: int) -> None:
+    """The group is stopped: let its watcher go (EOF, then it finds the group empty)."""
+    with _LIVE_LOCK:
+        fd, watcher = _WATCHERS.pop(pgid, (-1, None))
+    if watcher is None:
+        return
+    os.close(fd)
+    try:
+        watcher.wait(2.0)
+    except subprocess.TimeoutExpired:
+        pass  # reaped by a later Popen (subprocess's own clean-up)
+
+
 def stop_group(proc: subprocess.Popen[bytes], timeout_s: float) -> int | None:
     """SIGTERM to the process's group, SIGKILL after ``timeout_s``; returns its exit code."""
     pgid = proc.pid  # started with start_new_session: the leader's pid is the group's id
@@ -124,6 +195,7 @@ def stop_group(proc: subprocess.Popen[bytes], timeout_s: float) -> int | None:
     # the leader is gone; processes it left in its group go too
     _signal_group(pgid, signal.SIGKILL)
     _unregister(pgid)
+    _unwatch(pgid)
     return proc.returncode
 
 
@@ -207,7 +279,9 @@ def on_x_display(display: str, env: dict[str, str] | None = None) -> dict[str, s
     return out
 
 
-def _spawn(argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+def _spawn(argv: list[str], grace_s: float = 5.0, **kw: Any) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a group of its own, registered and watched; ``grace_s``: the
+    watcher's wait between SIGTERM and SIGKILL."""
     if shutil.which(argv[0]) is None:
         raise _not_found(argv)
     kw["env"] = child_environ(kw.get("env"))
@@ -221,6 +295,7 @@ def _spawn(argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
     except OSError as e:
         raise EnvironmentError_(f"cannot start {shlex.join(argv)!r}: {e.strerror}") from None
     _register(proc)
+    _watch(proc.pid, grace_s)
     return proc
 
 
@@ -248,6 +323,7 @@ class PrivateX:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 pass_fds=(wfd,),
+                grace_s=2.0,
             )
             os.close(wfd)
             wfd = -1
@@ -257,6 +333,11 @@ class PrivateX:
             if wfd >= 0:
                 os.close(wfd)
         self.display = f":{number}"
+
+    @property
+    def where(self) -> str:
+        """The display in words, for messages: its number alone would read as the user's."""
+        return f"a private Xvfb ({self.display})"
 
     def _read_number(self, fd: int, timeout_s: float) -> str:
         deadline = time.monotonic() + timeout_s
@@ -281,7 +362,10 @@ class PrivateX:
 def program_argv(cmd: str | list[str]) -> list[str]:
     """The command as an argv (no shell). A leading ``python``/``python3`` is the Python
     kgagent runs under, so that ``python -m crafter.run_gui`` finds the same packages."""
-    argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
+    try:
+        argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
+    except ValueError as e:  # an unbalanced quote
+        raise ConfigError(f"desktop.launch: cannot split the command ({e}): {cmd}") from None
     if not argv:
         raise EnvironmentError_("the program to launch is empty; give a command, e.g. xcalc")
     if argv[0] in ("python", "python3"):
@@ -300,10 +384,17 @@ class Program:
     """A command started as a child in its own process group, its output in a log file."""
 
     def __init__(
-        self, cmd: str | list[str], display: str, log_path: str | Path, stop_timeout_s: float = 5.0
+        self,
+        cmd: str | list[str],
+        display: str,
+        log_path: str | Path,
+        stop_timeout_s: float = 5.0,
+        where: str | None = None,
     ) -> None:
+        """``where``: the display in words (:attr:`PrivateX.where`); default: its name."""
         self.argv = program_argv(cmd)
         self.display = display
+        self.where = where or display
         self.log_path = Path(log_path).expanduser()
         self.stop_timeout_s = stop_timeout_s
         self.proc: subprocess.Popen[bytes] | None = None
@@ -332,7 +423,13 @@ class Program:
             )
             log.flush()
             env = on_x_display(self.display)
-            self.proc = _spawn(self.argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+            self.proc = _spawn(
+                self.argv,
+                grace_s=self.stop_timeout_s,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
 
     @property
     def pid(self) -> int | None:
@@ -376,6 +473,30 @@ class Program:
             f"the program ended {'once' if n == 1 else f'{n} times'} during the run: "
             + ", ".join(f"{how} ×{k}" for how, k in hows)
             + f"; its output is in {self.log_path}"
+        )
+
+    def no_window(self, timeout_s: float) -> str:
+        """The error when it runs and shows no window within ``timeout_s``."""
+        return (
+            f"no window of {self.command!r} appeared on {self.where} within {timeout_s:g} s "
+            f"(desktop.launch_timeout_s); its output is in {self.log_path}"
+        )
+
+    def start_up_failure(self, times: int) -> str:
+        """The error when its latest ``times`` starts all ended before it took an input,
+        with the last lines of its output (a program's reason often takes more than one).
+        Exit code 0 is no crash: the command handed the program on and ended."""
+        last = self.tail(3)
+        handed_on = (
+            " (it may start the program in the background and exit, or hand over to an "
+            "instance already running: start the program yourself and use --window)"
+            if self.exit_code == 0
+            else ""
+        )
+        return (
+            f"{self.command!r} {self.ending} at start-up {times} times in a row{handed_on}; "
+            f"its output is in {self.log_path}"
+            + (f" (its last words: {last[:400]})" if last else "")
         )
 
     def owns(self, pid: int) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +12,7 @@ from PIL import Image
 
 from kgagent.agent.runner import Runner
 from kgagent.brain.offline import OfflineBrain
+from kgagent.errors import EnvironmentError_
 from kgagent.perception.encoders import PixelEncoder
 from kgagent.runlog import read_log
 
@@ -234,3 +237,56 @@ def test_an_environment_name_with_a_slash_gets_a_step_log_in_the_log_folder(
     assert path.name == "20260101-000000-gym:ALE_Breakout-v5-0.jsonl"
     path.touch()
     assert runner.log_file().name == "20260101-000000-gym:ALE_Breakout-v5-0-1.jsonl"
+
+
+class ClosingEnv(ToyEnv):
+    """The toy, whose window goes away after 3 steps (a target closed or minimised)."""
+
+    def step(self, action):
+        if self.steps >= 3:
+            raise EnvironmentError_("the target window 'toy' (id 0x1) was closed or is hidden")
+        return super().step(action)
+
+
+def test_a_run_that_ends_in_an_error_says_so_in_its_summary(cfg, tmp_path) -> None:
+    """The error propagates (the CLI prints it, exit 1), and the summary line written
+    before that says how the run ended: not "steps", which reads as a finished run."""
+    from click.testing import CliRunner
+    from kgagent.cli.main import cli
+
+    mem = tmp_path / "mem"
+    runner = _runner(cfg, mem, ClosingEnv())
+    with pytest.raises(EnvironmentError_, match="was closed or is hidden"):
+        runner.run(10)
+    (log,) = (mem / "runs").glob("*.jsonl")
+    summary = read_log(log)[2]
+    assert summary["stopped"] == "error" and summary["steps"] < 10
+    assert summary["error"] == "the target window 'toy' (id 0x1) was closed or is hidden"
+
+    cli_args = ["--memory", str(mem), "--format", "json"]
+    listed = CliRunner().invoke(cli, ["runs", "list", *cli_args])
+    assert listed.exit_code == 0, listed.output
+    assert [r["stopped"] for r in json.loads(listed.stdout)] == ["error"]
+    shown = CliRunner().invoke(cli, ["runs", "show", str(log), "--memory", str(mem)])
+    assert shown.exit_code == 0, shown.output
+    assert re.search(r"^steps\s+\d+ \(error\)$", shown.stdout, re.M)
+    assert re.search(r"^error\s+the target window 'toy' .* is hidden$", shown.stdout, re.M)
+
+
+class NamedTargetEnv(ToyEnv):
+    """A toy program that says what it is bound to, as the desktop env does."""
+
+    def describe_target(self) -> str:
+        return "window 'toy' (id 0x1, pid 7) 200x150+10+20"
+
+
+def test_a_run_says_what_it_acts_on_first_and_keeps_it_in_its_header(cfg, tmp_path) -> None:
+    lines: list[str] = []
+    mem = tmp_path / "mem"
+    _runner(cfg, mem, NamedTargetEnv(), log=lines.append).run(2)
+    assert lines[0] == "toy: acting on window 'toy' (id 0x1, pid 7) 200x150+10+20"
+    (log,) = (mem / "runs").glob("*.jsonl")
+    assert read_log(log)[0]["target"] == "window 'toy' (id 0x1, pid 7) 200x150+10+20"
+    _runner(cfg, tmp_path / "other", ToyEnv()).run(1)  # an env that does not say: no line
+    (plain,) = (tmp_path / "other" / "runs").glob("*.jsonl")
+    assert read_log(plain)[0]["target"] is None

@@ -18,7 +18,7 @@ import pytest
 
 from kgagent.actions import Action
 from kgagent.config import DesktopConfig
-from kgagent.errors import ActionRefused, EnvironmentError_
+from kgagent.errors import ActionRefused, ConfigError, EnvironmentError_
 
 pytestmark = pytest.mark.desktop
 HERE = Path(__file__).parent
@@ -637,3 +637,207 @@ def test_a_new_window_not_yet_viewable_is_waited_for_then_a_clear_error() -> Non
     env = _starting(_Unmapped(hidden=10**6, own=[]), 0.2)
     with pytest.raises(EnvironmentError_, match="was closed or is hidden"):
         env._await_viewable()
+
+
+def _group(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            out.append(int(d.name))
+    return out
+
+
+def _pids_running(arg: str) -> list[int]:
+    """The live processes with ``arg`` as one of their arguments."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if arg.encode() in (d / "cmdline").read_bytes().split(b"\0") and not _gone(int(d.name)):
+                out.append(int(d.name))
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return out
+
+
+def test_sigkill_of_kgagent_on_a_real_display_stops_what_the_program_started(
+    xvfb: str, tmp_path: Path
+) -> None:
+    """`kgagent play --launch "sh -c 'GAME & wait'"` on the user's display, killed with
+    SIGKILL: PR_SET_PDEATHSIG reaches the sh alone; the watcher stops the game it started."""
+    title = f"kg-orphan-{tmp_path.name}"
+    launch = f"sh -c '{_sdl(title)} & wait'"
+    mem = tmp_path / "memory"
+    play = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from kgagent.cli.main import main; main()",
+            "play",
+            "--launch",
+            launch,
+            "--steps",
+            "100000",
+            "--quiet",
+            "--memory",
+            str(mem),
+            "--set",
+            "perception.encoder=pixel",
+            "--set",
+            "perception.segmenter=opencv",
+            "--set",
+            "desktop.noise_probe_s=0",
+            "--set",
+            "desktop.settle_timeout_s=0.2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "DISPLAY": xvfb},
+        start_new_session=True,  # a stray signal to the test's group misses it
+    )
+    try:
+        assert _wait(lambda: _pids_running(title) or play.poll() is not None, 60), "no game"
+        assert play.poll() is None, play.stderr.read().decode()
+        (game,) = _pids_running(title)
+        pgid = os.getpgid(game)
+        assert pgid != os.getpgid(play.pid) and len(_group(pgid)) >= 2  # sh and the game
+        time.sleep(1.0)  # playing
+        play.kill()
+        play.wait()
+        assert _wait(lambda: not _group(pgid), 10), [
+            Path(f"/proc/{p}/cmdline").read_bytes() for p in _group(pgid)
+        ]
+    finally:
+        play.kill()
+        play.wait()
+        for p in _pids_running(title):
+            os.kill(p, signal.SIGKILL)
+
+
+def test_a_stopped_program_leaves_no_watcher_behind(tmp_path: Path) -> None:
+    from kgagent.envs import launch
+
+    p = launch.Program(["sh", "-c", "sleep 300 & wait"], ":0", tmp_path / "p.log", 1.0)
+    p.start()
+    watcher = launch._WATCHERS[p.pid][1]
+    assert watcher.poll() is None and os.getpgid(watcher.pid) != p.pid  # outside the group
+    p.stop()
+    assert watcher.poll() is not None and p.pid not in launch._WATCHERS
+    assert not _group(p.pid)
+    # a program that ends by itself: its watcher goes as soon as the group is empty
+    p2 = launch.Program(["sh", "-c", "exit 0"], ":0", tmp_path / "p.log", 1.0)
+    p2.start()
+    w2 = launch._WATCHERS[p2.pid][1]
+    assert p2.wait_exit(10) == 0
+    assert _wait(lambda: w2.poll() is not None, 5)
+    p2.stop()
+
+
+def test_a_watcher_stops_the_group_when_its_pipe_closes(tmp_path: Path) -> None:
+    """What a SIGKILL of kgagent does, in one process: the pipe's write end closes."""
+    from kgagent.envs import launch
+
+    p = launch.Program(["sh", "-c", "sleep 300 & wait"], ":0", tmp_path / "p.log", 1.0)
+    p.start()
+    try:
+        assert _wait(lambda: len(_group(p.pid)) == 2, 5)
+        fd, watcher = launch._WATCHERS.pop(p.pid)
+        os.close(fd)
+        assert _wait(lambda: not _group(p.pid), 5)
+        assert p.wait_exit(5) is not None  # reaped, as init does once kgagent is gone
+        assert watcher.wait(5) == 0
+    finally:
+        p.stop()
+
+
+def test_a_command_that_cannot_be_split_names_the_option(tmp_path: Path) -> None:
+    from kgagent.envs.launch import Program
+    from kgagent.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        Program("xcalc 'unterminated", ":0", tmp_path / "p.log")
+    assert str(e.value) == (
+        "desktop.launch: cannot split the command (No closing quotation): xcalc 'unterminated"
+    )
+
+
+def test_a_launcher_that_exits_with_code_0_is_said_to_hand_the_program_on(
+    tmp_path: Path,
+) -> None:
+    """A script that runs `xcalc &` and exits, a single-instance app already running:
+    exit code 0 at every start-up is no crash; the error says what it likely is."""
+    from kgagent.envs.launch import Program
+
+    log = tmp_path / "p.log"
+    p = Program(["sh", "-c", "echo handing over"], ":0", log)
+    p.start()
+    assert p.wait_exit(10) == 0
+    assert p.start_up_failure(3) == (
+        "\"sh -c 'echo handing over'\" exited with code 0 at start-up 3 times in a row "
+        "(it may start the program in the background and exit, or hand over to an instance "
+        "already running: start the program yourself and use --window); its output is in "
+        f"{log} (its last words: handing over)"
+    )
+    p = Program(["sh", "-c", "exit 3"], ":0", log)
+    p.start()
+    assert p.wait_exit(10) == 3
+    msg = p.start_up_failure(2)
+    assert "exited with code 3 at start-up 2 times in a row;" in msg
+    assert "--window" not in msg
+
+
+@needs_xvfb
+def test_no_window_on_a_private_xvfb_says_it_is_the_private_one(tmp_path: Path) -> None:
+    """Its number alone (:0) reads as the user's display, which the run never touched."""
+    from kgagent.envs.launch import PrivateX, Program
+
+    x = PrivateX((320, 240))
+    try:
+        p = Program("sleep 100", x.display, tmp_path / "p.log", where=x.where)
+        assert p.no_window(20) == (
+            f"no window of 'sleep 100' appeared on a private Xvfb ({x.display}) within 20 s "
+            f"(desktop.launch_timeout_s); its output is in {tmp_path / 'p.log'}"
+        )
+    finally:
+        x.stop()
+    assert "appeared on :5 within" in Program("sleep 1", ":5", tmp_path / "p.log").no_window(20)
+
+
+def test_a_launcher_that_exits_0_at_every_start_up_says_it_may_hand_the_program_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    with pytest.raises(EnvironmentError_) as e:
+        DesktopEnv(FAST, options=_opts("sh -c 'exit 0'", tmp_path / "p.log", start_failures=2))
+    assert "exited with code 0 at start-up 2 times in a row (it may start the program" in str(
+        e.value
+    )
+
+
+def test_no_window_on_a_private_xvfb_names_it_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    opts = _opts("sleep 100", tmp_path / "p.log")
+    opts.launch_timeout_s = 1.0
+    with pytest.raises(EnvironmentError_, match=r"appeared on a private Xvfb \(:\d+\) within 1 s"):
+        DesktopEnv(FAST, options=opts)
+
+
+def test_window_and_region_exclude_each_other() -> None:
+    from kgagent.envs.desktop import DesktopEnv
+
+    with pytest.raises(ConfigError, match="desktop.window and desktop.region exclude"):
+        DesktopEnv(DesktopConfig(window="xcalc", region=(0, 0, 10, 10)))
