@@ -60,6 +60,11 @@ class KGAgentGroup(click.Group):
             raise _usage(e) from None
         except BrokenPipeError:
             raise  # click quiets a closed pipe (`kgagent query … | head`)
+        except KeyboardInterrupt:
+            # what was under way cleaned up on the way here (a merge or an import leaves
+            # the memory as it was); the shell's code for SIGINT, as `play` exits with
+            click.echo("interrupted", err=True)
+            sys.exit(130)
         except (KGAgentError, OSError, ValueError) as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise

@@ -93,8 +93,9 @@ def columns(rows: Iterable[dict[str, Any]]) -> list[str]:
     return list(out)
 
 
-def render(rows: list[dict[str, Any]], fmt: str = "table") -> str:
-    """The text ``emit`` prints (without a trailing newline for table output)."""
+def render(rows: list[dict[str, Any]], fmt: str = "table", count: bool = True) -> str:
+    """The text ``emit`` prints (without a trailing newline for table output); ``count``:
+    the table ends with its number of rows."""
     fmt = fmt.lower()
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -124,7 +125,8 @@ def render(rows: list[dict[str, Any]], fmt: str = "table") -> str:
 
     out = [line(cols), "  ".join("-" * w for w in widths)]
     out.extend(line(t) for t in text)
-    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    if count:
+        out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return "\n".join(out)
 
 
@@ -142,8 +144,8 @@ def emit_record(record: dict[str, Any], fmt: str = "table", table: str | None = 
         emit([record], fmt)
     elif table is not None:
         click.echo(table)
-    else:
-        emit([{"key": k, "value": v} for k, v in record.items()], fmt)
+    else:  # a record's fields, not rows: no count under them
+        click.echo(render([{"key": k, "value": v} for k, v in record.items()], fmt, count=False))
 
 
 def _is_number(v: Any) -> bool:

@@ -193,3 +193,27 @@ def test_help_gives_the_memory_location_in_order() -> None:
         "--memory PATH on every command; else $KGAGENT_MEMORY; else the config's memory.path; "
         "else the user data directory"
     ) in text
+
+
+def test_ctrl_c_is_one_line_and_the_shells_code(tmp_path, monkeypatch) -> None:
+    """Ctrl-C in a command other than play (which stops after its step, 130) ends with
+    "interrupted" and 130, not click's "Aborted!" and 1."""
+    import kgagent.memory.merge as merge
+
+    def interrupted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(merge, "merge_memories", interrupted)
+    res = run("memory", "merge", str(tmp_path / "a"), "--into", str(tmp_path / "b"))
+    assert res.exit_code == 130, res.output
+    assert res.output.strip() == "interrupted"
+
+
+def test_a_record_is_shown_as_fields_without_a_row_count(capsys) -> None:
+    from kgagent.cli.output import emit, emit_record
+
+    emit_record({"nodes": 14, "skills": 3})
+    record = capsys.readouterr().out
+    assert "nodes" in record and "rows)" not in record
+    emit([{"a": 1}, {"a": 2}])
+    assert capsys.readouterr().out.rstrip().endswith("(2 rows)")
