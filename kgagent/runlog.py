@@ -184,11 +184,11 @@ class RunSummary:
         """A two-column table for people (the CLI prints it at the end of a run)."""
         rows = [
             ("environment", f"{self.env} (seed {self.seed}, {self.ablation})"),
-            ("steps", f"{self.steps} ({self.stopped})"),
+            ("steps", f"{self.steps} ({self.stopped})" + _episodes(self.episodes)),
             ("progression", f"{self.progression:g}"),
             ("score", f"{self.score:g}"),
             ("alive", "yes" if self.alive else "no"),
-            ("ERR", f"{self.err:.3f} ({self.valid_executions}/{self.executions} executions)"),
+            ("ERR", _err(self.err, self.valid_executions, self.executions)),
             ("actions", str(self.actions)),
             ("paths", ", ".join(f"{k} {v}" for k, v in sorted(self.paths.items())) or "-"),
             ("executions", _by_path(self.executions_by_path)),
@@ -402,3 +402,15 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, tuple | set):
         return list(o)
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _episodes(n: int | None) -> str:
+    """The steps' episodes, when there was more than one (a program started again)."""
+    return f" in {n} episodes" if n and n > 1 else ""
+
+
+def _err(err: float, valid: int, executions: int) -> str:
+    """ERR with its fraction; undefined (``-``) without executions."""
+    if not executions:
+        return "- (no executions)"
+    return f"{err:.3f} ({valid}/{executions} executions)"

@@ -90,3 +90,16 @@ def test_runs_show_rebuilds_a_killed_runs_summary_as_json(played, tmp_path: Path
     rebuilt = json.loads(res.stdout)[0]
     assert rebuilt["stopped"] == "incomplete" and rebuilt["steps"] == 4
     assert rebuilt["executions_by_path"] == s["executions_by_path"]
+
+
+def test_the_table_names_episodes_and_has_no_err_without_executions() -> None:
+    from kgagent.runlog import summarise
+
+    s = summarise(
+        [], env="desktop", seed=0, ablation="full", stats=None, truth={}, stopped="steps",
+        duration_s=0.0,
+    )
+    table = s.format_table()
+    assert "- (no executions)" in table and "0/0" not in table
+    s.episodes = 3
+    assert "(steps) in 3 episodes" in s.format_table()
