@@ -96,7 +96,13 @@ def test_the_table_names_episodes_and_has_no_err_without_executions() -> None:
     from kgagent.runlog import summarise
 
     s = summarise(
-        [], env="desktop", seed=0, ablation="full", stats=None, truth={}, stopped="steps",
+        [],
+        env="desktop",
+        seed=0,
+        ablation="full",
+        stats=None,
+        truth={},
+        stopped="steps",
         duration_s=0.0,
     )
     table = s.format_table()
