@@ -433,30 +433,12 @@ def _gym_unknown(env: str) -> str | None:
     the cells may still run where it is (a Ray cluster's nodes).
     """
     from kgagent.bench.figures import CRAFTER_ENVS
+    from kgagent.envs.gym import registry_gap
 
     env_id = env.removeprefix("gym:")
     if not env.startswith("gym:") or env.lower() in CRAFTER_ENVS or ":" in env_id:
         return None
-    try:
-        import gymnasium
-        from gymnasium.envs.registration import find_highest_version, parse_env_id
-
-        if env_id.startswith("ALE/"):  # registered by ale-py, as the adapter does
-            import ale_py
-
-            gymnasium.register_envs(ale_py)
-    except ImportError:
-        return None
-    try:
-        ns, name, version = parse_env_id(env_id)
-        if env_id in gymnasium.envs.registry:
-            return None
-        if version is None and find_highest_version(ns, name) is not None:
-            return None  # gymnasium.make takes the latest version
-        gymnasium.spec(env_id)  # raises, saying which part is unknown
-    except gymnasium.error.Error as e:
-        return " ".join(str(e).split()).rstrip(".")
-    return None
+    return registry_gap(env_id)
 
 
 def _methods(table: Any, where: str) -> dict[str, Method]:

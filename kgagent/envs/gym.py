@@ -202,41 +202,49 @@ def _too_many_colons(env_id: str) -> str:
     return f"gym:{env_id} is not an environment id: use gym:ID or gym:MODULE:ID (one ':')"
 
 
-def unknown_reason(env_id: str) -> str | None:
-    """Why ``gym:env_id`` cannot be made, found before anything else is set up (``kgagent
-    play`` opens the memory first); None when it can, or when only building it can tell
-    (Crafter is the adapter's own; gymnasium, or ale-py for ``ALE/`` ids, not installed:
-    making it says so). The module of a ``module:ID`` id is imported, as making it would."""
-    if env_id.lower() in _CRAFTER_IDS:
-        return None
-    if env_id.count(":") > 1:
-        return _too_many_colons(env_id)
+def registry_gap(env_id: str) -> str | None:
+    """Why Gymnasium's registry lacks the id ``env_id`` (no ``MODULE:``), in its own words
+    on one line; None when it has it, or when this cannot tell here (gymnasium, or ale-py
+    for ``ALE/`` ids, not installed: making it says so)."""
     try:
         import gymnasium
         from gymnasium.envs.registration import find_highest_version, parse_env_id
 
-        if env_id.startswith("ALE/"):
+        if env_id.startswith("ALE/"):  # registered by ale-py, as the adapter does
             import ale_py
 
             gymnasium.register_envs(ale_py)
     except ImportError:
         return None
+    try:
+        if env_id in gymnasium.envs.registry:
+            return None
+        ns, base, version = parse_env_id(env_id)
+        if version is None and find_highest_version(ns, base) is not None:
+            return None  # gymnasium.make takes the latest version
+        gymnasium.spec(env_id)  # raises, saying which part is unknown
+    except gymnasium.error.Error as e:
+        return " ".join(str(e).split()).rstrip(".")
+    return None
+
+
+def unknown_reason(env_id: str) -> str | None:
+    """Why ``gym:env_id`` cannot be made, found before anything else is set up (``kgagent
+    play`` opens the memory first); None when it can, or when only building it can tell
+    (:func:`registry_gap`; Crafter is the adapter's own). The module of a ``MODULE:ID`` id
+    is imported, as making it would."""
+    if env_id.lower() in _CRAFTER_IDS:
+        return None
+    if env_id.count(":") > 1:
+        return _too_many_colons(env_id)
     module, _, name = env_id.rpartition(":")
     if module:
         try:
             importlib.import_module(module)
         except ImportError as e:
             return _import_failure(env_id, e)
-    try:
-        if name in gymnasium.envs.registry:
-            return None
-        ns, base, version = parse_env_id(name)
-        if version is None and find_highest_version(ns, base) is not None:
-            return None  # gymnasium.make takes the latest version
-        gymnasium.spec(name)  # raises, saying which part is unknown
-    except gymnasium.error.Error as e:
-        return f"unknown Gymnasium environment {env_id!r}: {' '.join(str(e).split())}"
-    return None
+    gap = registry_gap(name)
+    return None if gap is None else f"unknown Gymnasium environment {env_id!r}: {gap}"
 
 
 class _Gymnasium:
