@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from kgagent.config import ABLATIONS, Config
+from kgagent.envs.launch import private_display_wanted
 from kgagent.envs.registry import ENVS, check_env, is_env_name
 from kgagent.errors import ConfigError
 
@@ -66,10 +67,7 @@ def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
             f"{name['launch']} and {name['region']} exclude each other: a launched program "
             "is bound to its own window (add --window to say which of its windows)"
         )
-    private = d.display == "new" or (
-        d.display is None and not os.environ.get("DISPLAY") and bool(d.launch)
-    )
-    if given.get("screen") and not private:
+    if given.get("screen") and not private_display_wanted(d.display, d.launch):
         if d.display:
             why = f"this run uses the display {d.display}"
         elif os.environ.get("DISPLAY"):

@@ -49,7 +49,7 @@ from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.desktop_options import DesktopOptions
 from kgagent.envs.keyguard import key_refusal, split_keys
 from kgagent.envs.landing import cover_refusal, region_key_refusal
-from kgagent.envs.launch import PrivateX, Program, default_program_log
+from kgagent.envs.launch import PrivateX, Program, default_program_log, private_display_wanted
 from kgagent.envs.points import on_screen, point_refusal
 from kgagent.envs.settle import Settler
 from kgagent.envs.xcapture import OffScreen, XCapture
@@ -133,7 +133,7 @@ class DesktopEnv(Env):
     # ------------------------------------------------------------ display and target
     def _choose_display(self, display: str | None) -> str:
         disp = display or self.opts.display
-        if disp == "new" or (disp is None and not os.environ.get("DISPLAY") and self.opts.launch):
+        if private_display_wanted(disp, self.opts.launch):
             self._xserver = PrivateX(self.opts.screen_size)
             return self._xserver.display
         disp = disp or os.environ.get("DISPLAY")

@@ -300,6 +300,12 @@ def _spawn(argv: list[str], grace_s: float = 5.0, **kw: Any) -> subprocess.Popen
 
 
 # ---------------------------------------------------------------- Xvfb
+def private_display_wanted(display: str | None, launch: str | None) -> bool:
+    """Whether a run starts a private Xvfb: ``display="new"``, or a program to launch and
+    no display named at all (neither ``display`` nor ``$DISPLAY``)."""
+    return display == "new" or (display is None and not os.environ.get("DISPLAY") and bool(launch))
+
+
 class PrivateX:
     """A private Xvfb on a free display number, stopped by :meth:`stop`."""
 
