@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from kgagent.errors import EnvironmentError_
+from kgagent.errors import ActionRefused, EnvironmentError_
 
 _IMPORT_LOCK = threading.Lock()
 
@@ -81,6 +81,10 @@ class PyAutoGUIInput:
         size at connect time when not given)."""
         if screen is not None:
             self._corners_of(screen)
+        if self._conn is None:  # closed by :meth:`_abandon`
+            from Xlib.display import Display
+
+            self._conn = Display(self.display)
         pg = self.pg
         pg.FAILSAFE = True
         pg.PAUSE = self.pause_s
@@ -95,25 +99,49 @@ class PyAutoGUIInput:
         block runs, which gets that connection: no other program's request (a window
         raising itself, taking the focus) is served between a check of where an input
         will land and the input. pyautogui's pause comes after the release, so the
-        display is held only while requests are made."""
+        display is held only while requests are made.
+
+        A block left by Ctrl-C (or any exception but a refusal made before a request) may
+        have left a request half made on the connection, and asking the server anything
+        more could wait for ever with the display held: the connection is closed instead,
+        which the server answers by releasing the hold; the next action opens a new one."""
         self.use()
         pg = self.pg
         self._conn.grab_server()
         try:
             pg.PAUSE = 0.0
             yield self._conn
+            self._conn.ungrab_server()
+            self._conn.sync()
+        except ActionRefused:
+            self._conn.ungrab_server()  # raised before any input: the connection is sound
+            self._conn.sync()
+            raise
+        except BaseException:
+            self._abandon()
+            raise
         finally:
             pg.PAUSE = self.pause_s
-            try:
-                self._conn.ungrab_server()
-                self._conn.sync()
-            except Exception:  # noqa: BLE001 - the server went away: nothing is held
-                pass
         if self.pause_s > 0:
             time.sleep(self.pause_s)
 
+    def _abandon(self) -> None:
+        """Close the connection at its socket (no request, no reply awaited) and open a new
+        one for the next action."""
+        import socket
+
+        sock = getattr(getattr(self._conn, "display", None), "socket", None)
+        with contextlib.suppress(Exception):
+            sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        if self._x11 is not None and self._x11._display is self._conn:
+            self._x11._display = self._previous
+        self._conn = None  # :meth:`use` connects again
+
     def close(self) -> None:
         """Close this input's X connection; pyautogui gets back the one it had."""
+        if self._conn is None:
+            return
         if self._x11 is not None and self._x11._display is self._conn:
             self._x11._display = self._previous
         try:

@@ -523,3 +523,31 @@ def test_a_busy_window_settles_within_its_idle_change(xvfb: str, tmp_path: Path)
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_ctrl_c_while_the_server_is_held_releases_it(xvfb: str) -> None:
+    """A Ctrl-C inside the held section may leave a request half made: the connection is
+    closed, which releases the server at once, and the next action connects again."""
+    import threading
+
+    from kgagent.envs.xinput import PyAutoGUIInput
+    from kgagent.envs.xwindows import XWindows
+
+    inp = PyAutoGUIInput(xvfb, 0.0)
+    with pytest.raises(KeyboardInterrupt):
+        with inp.grabbed() as held:
+            raise KeyboardInterrupt
+    assert held.display.socket.fileno() == -1  # nothing more is asked on that connection
+    answered = threading.Event()
+
+    def other_client() -> None:
+        x = XWindows(xvfb)  # served only once no connection holds the server
+        x.windows()
+        x.close()
+        answered.set()
+
+    threading.Thread(target=other_client, daemon=True).start()
+    assert answered.wait(5), "the X server is still held"
+    with inp.grabbed() as conn:  # a new connection
+        assert conn.screen().root is not None
+    inp.close()

@@ -19,6 +19,7 @@ from kgagent.config import Config
 from kgagent.errors import ArchiveError, EncoderMismatchError, KGAgentError, MemoryStoreError
 from kgagent.memory import EncoderSpec, Memory, archive_verify
 from kgagent.memory.archive import export_memory, import_memory
+from kgagent.memory.engine import engine_name
 from kgagent.memory.files import BlobStore, write_manifest
 
 from .conftest import ENC, populate, tree_hash
@@ -279,7 +280,8 @@ def test_a_theta_clash_names_the_fields_and_creates_nothing(
 def test_a_memory_whose_creation_did_not_finish_says_so_read_only(tmp_path: Path) -> None:
     path = tmp_path / "half"
     path.mkdir()
-    write_manifest(path, {"schema_version": 0, "encoder": None, "engine": Config().memory.engine})
+    engine = engine_name(Config().memory.engine)  # KGAGENT_ENGINE's when set
+    write_manifest(path, {"schema_version": 0, "encoder": None, "engine": engine})
     with pytest.raises(MemoryStoreError, match="has no graph database yet") as info:
         Memory.open(path, Config(), read_only=True)
     assert "\n" not in str(info.value) and "memory info --migrate" in str(info.value)
