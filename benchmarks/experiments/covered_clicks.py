@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -30,30 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from desktop_settle import APP, _wait_for_display  # noqa: E402
-
-
-def _start(folder: Path, title: str, display: str) -> tuple[subprocess.Popen, Path, int]:
-    from kgagent.envs.xwindows import XWindows
-
-    counts = folder / f"{title}.json"
-    proc = subprocess.Popen([sys.executable, str(APP), str(counts), title])
-    x = XWindows(display)
-    try:
-        for _ in range(400):
-            win = x.find(title) if counts.exists() else None
-            if win is not None:
-                return proc, counts, win.wid
-            time.sleep(0.05)
-    finally:
-        x.close()
-    proc.kill()
-    raise SystemExit(f"error: the test app {title!r} did not start")
-
-
-def _received(counts: Path) -> int:
-    c = json.loads(counts.read_text())
-    return sum(c[k] for k in ("A", "B", "C", "D"))
+from private_desktop import clicks_received, private_desktop, start_app  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,19 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clicks", type=int, default=300)
     ap.add_argument("--raise-ms", type=float, default=50.0)
     ap.add_argument("--no-hold", action="store_true", help="send without holding the server")
-    ap.add_argument("--display", default=":88")
     args = ap.parse_args(argv)
-    if shutil.which("Xvfb") is None:
-        print("error: Xvfb is not installed (apt-get install xvfb)", file=sys.stderr)
-        return 1
-    os.environ["DISPLAY"] = args.display
-    os.environ["XDG_SESSION_TYPE"] = "x11"
-    procs = [subprocess.Popen(["Xvfb", args.display, "-screen", "0", "1280x800x24"])]
     stop = threading.Event()
-    try:
-        if not _wait_for_display(args.display, procs[0]):
-            print(f"error: Xvfb {args.display} did not start (display in use?)", file=sys.stderr)
-            return 1
+    with private_desktop() as procs:
         from kgagent.actions import Action
         from kgagent.config import DesktopConfig
         from kgagent.envs import xinput
@@ -82,11 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         from kgagent.errors import ActionRefused
 
         folder = Path(tempfile.mkdtemp())
-        target, target_counts, _ = _start(folder, "kgtarget", args.display)
+        target, target_counts, _ = start_app(folder, "kgtarget")
         procs.append(target)
-        cover, cover_counts, cover_wid = _start(folder, "kgcover", args.display)
+        cover, cover_counts, cover_wid = start_app(folder, "kgcover")
         procs.append(cover)
-        x = XWindows(args.display)
+        x = XWindows(os.environ["DISPLAY"])
         x.move_to(cover_wid, 160, 150)  # over the target's button A (at 100+80, 120+50)
         if args.no_hold:
 
@@ -100,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
         def raise_forever() -> None:
-            own = XWindows(args.display)
+            own = XWindows(os.environ["DISPLAY"])
             top = own.top_of(cover_wid)
             while not stop.is_set():
                 own.raise_window(top)
@@ -111,15 +75,17 @@ def main(argv: list[str] | None = None) -> int:
         raiser.start()
         sent = refused = 0
         t = time.perf_counter()
-        for _ in range(args.clicks):
-            try:
-                env.step(Action("click", x=80, y=50))
-                sent += 1
-            except ActionRefused:
-                refused += 1
-        took = time.perf_counter() - t
-        stop.set()
-        raiser.join()
+        try:
+            for _ in range(args.clicks):
+                try:
+                    env.step(Action("click", x=80, y=50))
+                    sent += 1
+                except ActionRefused:
+                    refused += 1
+        finally:
+            took = time.perf_counter() - t
+            stop.set()
+            raiser.join()
         time.sleep(0.5)
         env.close()
         x.close()
@@ -130,14 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         print("|---|---|---|---|---|---|")
         print(
-            f"| {args.clicks} | {sent} | {refused} | {_received(target_counts)} | "
-            f"{_received(cover_counts)} | {took / args.clicks:.3f} |"
+            f"| {args.clicks} | {sent} | {refused} | {clicks_received(target_counts)} | "
+            f"{clicks_received(cover_counts)} | {took / args.clicks:.3f} |"
         )
-    finally:
-        stop.set()
-        for p in reversed(procs):
-            p.kill()
-            p.wait()
     return 0
 
 
