@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
 from kgagent.actions import Operation
@@ -80,14 +77,3 @@ def clusters() -> list[ClusterView]:
 
 
 EVAL_OK = {"is_consistent": True, "is_progressive": False, "reason": "panel opened"}
-
-
-def play_command(memory: Path, *args: str, steps: int) -> list[str]:
-    """``kgagent play`` on the card game with the weight-free perception, quiet, as a command
-    line for a subprocess; ``args`` are added at the end."""
-    return [
-        sys.executable, "-m", "kgagent.cli.main", "play",
-        "--env", "cardgame", "--steps", str(steps), "--memory", str(memory),
-        "--set", "perception.encoder=pixel", "--set", "perception.segmenter=opencv",
-        "--quiet", *args,
-    ]  # fmt: skip

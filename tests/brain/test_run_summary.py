@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from command_lines import play_command
 
 from kgagent.agent.runner import Runner
 from kgagent.brain import EndpointUnusable, make_brain
@@ -22,7 +23,6 @@ from kgagent.config import Config
 from kgagent.runlog import RunSummary, read_log, summarise
 
 from .fake_endpoint import PROFILES, FakeEndpoint, Reply
-from .helpers import play_command
 from .test_profiles_e2e import config, run
 
 
@@ -132,7 +132,7 @@ def test_a_refused_key_stops_the_run_in_one_line(tmp_path):
 
 
 def play(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = play_command(tmp_path / "mem", "--format", "json", *args, steps=100)
+    cmd = play_command(tmp_path / "mem", "--format", "json", *args, steps=100, env="cardgame")
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
 

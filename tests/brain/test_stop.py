@@ -13,13 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
+from command_lines import play_command
 
 from kgagent.agent.runner import Runner
 from kgagent.brain import make_brain
 from kgagent.runlog import read_log
 
 from .fake_endpoint import PROFILES, FakeEndpoint, Reply
-from .helpers import brain_for, play_command, skill, transition
+from .helpers import brain_for, skill, transition
 from .test_profiles_e2e import config
 
 #: the slow profile, as slow as the user test's server: 30 s a reply
@@ -111,7 +112,7 @@ def test_ctrl_c_in_the_cli_during_a_slow_reply(tmp_path):
         tmp_path / "mem",
         "--log-dir", str(logs), "--brain-url", ep.base_url, "--brain-model", "local",
         "--set", "brain.api_key_env=KGAGENT_TEST_UNSET_KEY",
-        steps=50,
+        steps=50, env="cardgame",
     )  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

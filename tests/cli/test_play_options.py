@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from command_lines import play_args
 from kgagent.cli.main import cli
 
 
@@ -101,20 +102,7 @@ def test_window_with_launch_and_screen_on_a_private_xvfb_pass_the_checks(
     ):
         res = CliRunner().invoke(
             cli,
-            [
-                "play",
-                "--memory",
-                str(mem),
-                "--launch",
-                "no-such-program-zz9",
-                "--steps",
-                "1",
-                "--set",
-                "perception.encoder=pixel",
-                "--set",
-                "perception.segmenter=opencv",
-                *extra,
-            ],
+            play_args(mem, "--launch", "no-such-program-zz9", *extra, steps=1, quiet=False),
             prog_name="kgagent",
         )
         assert res.exit_code == 1, (extra, res.output)

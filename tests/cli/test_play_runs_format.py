@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from command_lines import play_args
 from kgagent.cli.main import cli
 
 
@@ -18,24 +19,7 @@ def run(*args: str):
 def played(tmp_path_factory) -> tuple[Path, dict]:
     """A 4-step card game run printed as JSON."""
     mem = tmp_path_factory.mktemp("play") / "memory"
-    res = run(
-        "play",
-        "--env",
-        "cardgame",
-        "--steps",
-        "4",
-        "--seed",
-        "2",
-        "--quiet",
-        "--memory",
-        str(mem),
-        "--set",
-        "perception.encoder=pixel",
-        "--set",
-        "perception.segmenter=opencv",
-        "--format",
-        "json",
-    )
+    res = run(*play_args(mem, "--seed", "2", "--format", "json", steps=4, env="cardgame"))
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)  # stdout is pure JSON; notes and progress go to stderr
     assert isinstance(rows, list) and len(rows) == 1

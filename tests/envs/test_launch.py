@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from command_lines import play_args
 
 from kgagent.actions import Action
 from kgagent.config import DesktopConfig
@@ -681,18 +682,7 @@ def test_sigkill_of_kgagent_on_a_real_display_stops_what_the_program_started(
             sys.executable,
             "-c",
             "from kgagent.cli.main import main; main()",
-            "play",
-            "--launch",
-            launch,
-            "--steps",
-            "100000",
-            "--quiet",
-            "--memory",
-            str(mem),
-            "--set",
-            "perception.encoder=pixel",
-            "--set",
-            "perception.segmenter=opencv",
+            *play_args(mem, "--launch", launch, steps=100000),
             "--set",
             "desktop.noise_probe_s=0",
             "--set",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from command_lines import play_command
 from PIL import Image
 
 from kgagent.config import Config
@@ -284,18 +285,13 @@ def test_view_queries_only_read() -> None:
 def test_snapshots_follow_a_play_in_another_process(played: Path, tmp_path: Path) -> None:
     import shutil
     import subprocess
-    import sys
     import time
 
     mem = tmp_path / "copy"
     shutil.copytree(played, mem)
     src = MemorySource(mem, refresh_s=0.0)
     first = src.snapshot()
-    cmd = [
-        sys.executable, "-m", "kgagent.cli.main", "play", "--memory", str(mem), "--steps", "25",
-        "--quiet", "--seed", "3", "--set", "perception.encoder=pixel",
-        "--set", "perception.segmenter=opencv", "--set", "brain.kind=offline",
-    ]  # fmt: skip
+    cmd = play_command(mem, "--seed", "3", "--set", "brain.kind=offline", steps=25)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen = []
     try:

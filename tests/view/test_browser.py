@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from command_lines import play_command
 
 from kgagent.config import Config
 from kgagent.memory import Memory
@@ -195,12 +196,9 @@ def test_live_page_follows_a_running_play(site, browser, played, tmp_path):
     _wait(browser, "document.getElementById('v-step')", "the live page")
     before = int(_text(browser, "v-step"))
     record = tmp_path / "rec"
-    cmd = [
-        sys.executable, "-m", "kgagent.cli.main", "play", "--memory", str(played), "--steps", "80",
-        "--quiet", "--seed", "2", "--record", str(record),
-        "--set", "perception.encoder=pixel", "--set", "perception.segmenter=opencv",
-        "--set", "brain.kind=offline",
-    ]  # fmt: skip
+    cmd = play_command(
+        played, "--seed", "2", "--record", str(record), "--set", "brain.kind=offline", steps=80
+    )
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         seen: list[int] = []

@@ -1,0 +1,40 @@
+"""Command lines the tests run: ``kgagent play`` with the weight-free perception.
+
+Import as ``from command_lines import …`` (pyproject.toml puts ``tests/`` on the path).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+KGAGENT = (sys.executable, "-m", "kgagent.cli.main")
+"""``kgagent`` as a subprocess's command line, with this interpreter."""
+
+WEIGHT_FREE = ("--set", "perception.encoder=pixel", "--set", "perception.segmenter=opencv")
+"""The weight-free perception, set explicitly: a test must not depend on weights found."""
+
+
+def play_args(
+    memory: Path, *extra: str, steps: int, env: str | None = None, quiet: bool = True
+) -> list[str]:
+    """``play`` on ``env`` (the default env when None) for ``steps`` steps into ``memory``,
+    with the weight-free perception; ``extra`` is added at the end."""
+    where = ["--env", env] if env else []
+    loud = [] if not quiet else ["--quiet"]
+    return [
+        "play",
+        *where,
+        "--memory",
+        str(memory),
+        "--steps",
+        str(steps),
+        *loud,
+        *WEIGHT_FREE,
+        *extra,
+    ]
+
+
+def play_command(memory: Path, *extra: str, steps: int, env: str | None = None) -> list[str]:
+    """:func:`play_args` as a quiet subprocess's command line."""
+    return [*KGAGENT, *play_args(memory, *extra, steps=steps, env=env)]
