@@ -563,9 +563,10 @@ class DesktopEnv(Env):
         pg = self._pg()
         ox, oy = self._box[0], self._box[1]
         assert self._input is not None
+        x = self._input.windows()
         try:
-            with self._input.grabbed() as conn:
-                self._land(a, XWindows(self.display, conn))
+            with self._input.grabbed():
+                self._land(a, x)
                 if a.kind == "click":
                     pg.click(ox + a.x, oy + a.y)
                 elif a.kind == "double_click":

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+from kgagent.envs.xwindows import XWindows
 from kgagent.errors import ActionRefused, EnvironmentError_
 
 _IMPORT_LOCK = threading.Lock()
@@ -70,6 +71,7 @@ class PyAutoGUIInput:
         self._corners_of((int(s.width_in_pixels), int(s.height_in_pixels)))
         self._x11: Any = getattr(self.pg, "_pyautogui_x11", None)
         self._previous = getattr(self._x11, "_display", None)
+        self._windows: XWindows | None = None
 
     def _corners_of(self, screen: tuple[int, int]) -> None:
         w, h = screen
@@ -92,6 +94,14 @@ class PyAutoGUIInput:
         if self._x11 is not None:
             self._x11._display = self._conn
         return pg
+
+    def windows(self) -> XWindows:
+        """Window queries on this input's own connection, the one :meth:`grabbed` holds the
+        server for; made once per connection (making them asks the server six things)."""
+        self.use()
+        if self._windows is None or self._windows.conn is not self._conn:
+            self._windows = XWindows(self.display, self._conn)
+        return self._windows
 
     @contextlib.contextmanager
     def grabbed(self) -> Iterator[Any]:

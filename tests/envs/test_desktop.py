@@ -534,6 +534,8 @@ def test_ctrl_c_while_the_server_is_held_releases_it(xvfb: str) -> None:
     from kgagent.envs.xwindows import XWindows
 
     inp = PyAutoGUIInput(xvfb, 0.0)
+    before = inp.windows()
+    assert inp.windows() is before  # made once per connection
     with pytest.raises(KeyboardInterrupt):
         with inp.grabbed() as held:
             raise KeyboardInterrupt
@@ -550,4 +552,5 @@ def test_ctrl_c_while_the_server_is_held_releases_it(xvfb: str) -> None:
     assert answered.wait(5), "the X server is still held"
     with inp.grabbed() as conn:  # a new connection
         assert conn.screen().root is not None
+    assert inp.windows() is not before and inp.windows().conn is conn  # queries on the new one
     inp.close()
