@@ -55,6 +55,7 @@ import openai
 from kgagent.brain import pricing, prompts
 from kgagent.brain.base import Usage
 from kgagent.brain.endpoint import (
+    NOT_API,
     Redactor,
     body_summary,
     connection_cause,
@@ -167,7 +168,12 @@ def retry_after(exc: BaseException) -> float | None:
 
 class NotACompletion(Exception):
     """A 2xx reply that is no chat completion: not JSON (an HTML page, ``OK``, nothing),
-    or JSON without ``choices``. The base URL most likely names something else."""
+    or JSON without ``choices``. The base URL most likely names something else; ``what``
+    says what came instead."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"the server's reply is {what}; is brain.base_url the API's address?")
+        self.what = what
 
 
 def completion(raw: Any) -> Any:
@@ -178,15 +184,9 @@ def completion(raw: Any) -> Any:
     except ValueError:  # the body is not JSON (json.JSONDecodeError)
         parsed = None
     if parsed is None or isinstance(parsed, (str, bytes)):
-        what = body_summary(ctype, _text(raw))
-        raise NotACompletion(
-            f"the server's reply is not JSON ({what}); is brain.base_url the API's address?"
-        )
+        raise NotACompletion(f"not JSON ({body_summary(ctype, _text(raw))})")
     if getattr(parsed, "choices", None) is None:
-        raise NotACompletion(
-            "the server's reply is JSON but no chat completion (it has no choices); "
-            "is brain.base_url the API's address?"
-        )
+        raise NotACompletion("JSON but no chat completion (it has no choices)")
     return parsed
 
 
@@ -369,6 +369,9 @@ class ChatClient:
                 record.error = one_line(f"connection error: {connection_cause(e)}")
             except NotACompletion as e:
                 record.error = str(e)
+                if not self.answered:  # something else lives at the URL: asking again is vain
+                    record.error, record.unfixable = e.what, NOT_API
+                    break
             except Exception as e:  # noqa: BLE001 - a brain never crashes the loop
                 record.error = one_line(f"{type(e).__name__}: {e}")
             else:

@@ -165,6 +165,9 @@ _STREAM_ONLY = re.compile(
 _MODE_WORDS = ("tool", "jinja", "response_format", "json_schema", "grammar", "function")
 
 KEY, ACCESS, MODEL, PATH, IMAGES, STREAM = "key", "access", "model", "path", "images", "stream"
+#: a 2xx reply that is no chat completion (an HTML page, ``OK``) from an endpoint that never
+#: answered one: something else lives at the URL (client.NotACompletion)
+NOT_API = "not_api"
 
 
 def unfixable(status: int, message: str, body: Any = None) -> str | None:
@@ -227,11 +230,12 @@ def setup_error(
             f"{at} does not know model {model!r} ({error}): check brain.model against the "
             f"server's models (GET {url.rstrip('/')}/models)"
         )
-    elif kind == PATH:
+    elif kind in (PATH, NOT_API):
         fix = with_v1(url)
         hint = f": did you mean {fix}?" if fix else " (the API's address, e.g. http://host:8000/v1)"
+        said = f"its reply is {error}" if kind == NOT_API else error
         what = (
-            f"{url.rstrip('/')}/chat/completions is not a chat-completions API ({error}): "
+            f"{url.rstrip('/')}/chat/completions is not a chat-completions API ({said}): "
             f"check brain.base_url{hint}"
         )
     elif kind == IMAGES:

@@ -215,20 +215,47 @@ def test_a_key_that_is_no_header_value_is_named_not_shown(endpoint, monkeypatch)
 )
 def test_a_reply_that_is_not_json_is_said_and_not_billed(endpoint, reply, what):
     b = brain_for(endpoint, max_retries=0)
-    endpoint.push(reply)
+    endpoint.push(tool_reply("evaluate", EVAL_OK))
     b.evaluate(skill(), transition())
+    tokens = b.usage.tokens
+    endpoint.push(reply)
+    b.evaluate(skill(), transition())  # answered before: a passing fault, answered offline
     assert b.last_call.error == (
         f"the server's reply is not JSON {what}; is brain.base_url the API's address?"
     )
-    assert b.usage.tokens == 0 and b.usage.cost_usd == 0.0
+    assert b.usage.tokens == tokens and b.usage.failed_calls == 1
     assert not any("token usage" in line for line in b.test_logs)
 
 
 def test_json_without_choices_is_no_completion(endpoint):
     b = brain_for(endpoint, max_retries=0)
+    endpoint.push(tool_reply("evaluate", EVAL_OK))
+    b.evaluate(skill(), transition())
     endpoint.push(Reply(body=b'{"status": "ok"}'))
     b.evaluate(skill(), transition())
-    assert "no chat completion" in b.last_call.error and b.usage.tokens == 0
+    assert "no chat completion" in b.last_call.error and b.usage.failed_calls == 1
+
+
+@pytest.mark.parametrize(
+    "reply, what",
+    [
+        (
+            Reply(body=b"<html><title>Open WebUI</title></html>", content_type="text/html"),
+            'its reply is not JSON (text/html: "Open WebUI")',
+        ),
+        (Reply(body=b'{"status": "ok"}'), "its reply is JSON but no chat completion"),
+    ],
+)
+def test_a_first_reply_that_is_no_completion_stops_at_once(endpoint, reply, what):
+    """A web page (or a health check) at the URL from the start: the URL names something
+    else. One request, a one-line error with the fix, not a run that plays offline."""
+    b = brain_for(endpoint, max_retries=3)
+    endpoint.default = reply
+    msg = evaluate_raises(b)
+    assert len(endpoint.requests) == 1
+    url = endpoint.base_url
+    assert f"{url}/chat/completions is not a chat-completions API ({what}" in msg
+    assert "check brain.base_url (the API's address, e.g. http://host:8000/v1)" in msg
 
 
 def test_an_html_error_page_is_reduced_to_its_title(endpoint):
