@@ -129,7 +129,9 @@ class RunLogs:
         if self._rounds is not None and self._rounds[0] == sig:
             return self._rounds[1]
         parsed = [self._parse(i, p) for i, p in enumerate(paths)]
-        rounds = rounds_of([(g.path, g.header, g.steps, g.summary) for g in parsed if g.error is None])
+        rounds = rounds_of(
+            [(g.path, g.header, g.steps, g.summary) for g in parsed if g.error is None]
+        )
         self._rounds = (sig, rounds)
         return rounds
 
