@@ -104,9 +104,12 @@ class DesktopEnv(Env):
         self._fresh = False  # launched and not acted on yet
         self._episode_steps = 0
         self._early_exits = 0  # consecutive start-ups that died before the agent could act
+        self._focus_before = 0
         try:
             self.display = self._choose_display(display)
             self._x = XWindows(self.display)
+            # the user's window with the focus (their terminal), given it back by close()
+            self._focus_before = self._x.focused() if self._xserver is None else 0
             if self.opts.launch:
                 self._program = Program(
                     self.opts.launch,
@@ -485,7 +488,9 @@ class DesktopEnv(Env):
         return {"alive": True, "target": self._box}
 
     def close(self) -> None:
-        """Stop the launched program and the private Xvfb; close the X connections."""
+        """Give the focus back, stop the launched program and the private Xvfb; close the X
+        connections."""
+        self._give_focus_back()
         if self._program is not None:
             self._program.stop()
         if self._input is not None:
@@ -500,6 +505,34 @@ class DesktopEnv(Env):
         if self._xserver is not None:
             self._xserver.stop()
             self._xserver = None
+
+    def _give_focus_back(self) -> None:
+        """The keyboard focus goes back to the window that held it when the env was made
+        (the user's terminal, say) if the run left it on the target (keys give it the
+        focus) or on no window; not if the user has given it to another window since."""
+        before, self._focus_before = self._focus_before, 0
+        if not before or self._x is None:
+            return
+        x = self._x
+        try:
+            now = x.focused()
+            if now == before or (now and not self._has_target(x.top_of(now))):
+                return
+            x.focus(before)  # a window gone meanwhile is ignored (BadWindow)
+        except Exception:  # noqa: BLE001 - the display is going away: nothing to give back
+            return
+
+    def _has_target(self, top: int) -> bool:
+        """Whether top-level window ``top`` is (of) the target: the bound window's, one of
+        its program's, or the one at a region's centre (where its keys went)."""
+        x = self._xw()
+        if self._wid is not None and top == x.top_of(self._wid):
+            return True
+        if self._region is not None:
+            rx, ry, rw, rh = self._box
+            return top == x.top_at(rx + rw // 2, ry + rh // 2)
+        win = x.program_window(top)
+        return win is not None and self._ours(win)
 
     # ------------------------------------------------------------ input
     def _check(self, action: Action) -> None:

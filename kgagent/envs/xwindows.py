@@ -376,6 +376,14 @@ class XWindows:
         w.set_input_focus(X.RevertToParent, X.CurrentTime, onerror=catch)
         self.conn.sync()
 
+    def focused(self) -> int:
+        """The window holding the keyboard focus; 0 when none does (focus None, on the
+        root, or following the pointer)."""
+        focus = self.conn.get_input_focus().focus
+        if isinstance(focus, int) or int(focus.id) == int(self.root.id):
+            return 0
+        return int(focus.id)
+
     def key_top(self) -> int:
         """The top-level window a key pressed now goes to: the one holding the keyboard
         focus, or, with the focus on the root (or following the pointer), the one under

@@ -376,6 +376,39 @@ def test_keys_in_a_region_go_to_its_window_never_to_the_focused_one(
         other.wait()
 
 
+def test_the_focus_goes_back_to_the_users_window_after_a_run(app, tmp_path: Path) -> None:
+    """The window that had the keyboard focus when the env was made (the user's terminal)
+    gets it back at close when the run left it on the target; not when the user has given
+    it to a third window meanwhile."""
+    from kgagent.envs.xwindows import XWindows
+
+    _proc, _counts_path, title = app
+    shell = _start_app(tmp_path / "shell.json", title + "-shell", os.environ["DISPLAY"])
+    third = _start_app(tmp_path / "third.json", title + "-third", os.environ["DISPLAY"])
+    x = XWindows(os.environ["DISPLAY"])
+    try:
+        (shell_win, third_win) = (x.find(title + s) for s in ("-shell", "-third"))
+        assert shell_win is not None and third_win is not None
+        x.move_to(shell_win.wid, 600, 400)
+        x.move_to(third_win.wid, 600, 20)
+        x.focus(shell_win.wid)
+        env = _env(title)
+        env.step(Action("key", key="x"))  # the target takes the focus
+        assert x.top_of(x.focused()) == x.top_of(env._wid)
+        env.close()
+        assert x.focused() == shell_win.wid
+        env = _env(title)
+        env.step(Action("key", key="x"))
+        x.focus(third_win.wid)  # the user's choice during the run
+        env.close()
+        assert x.focused() == third_win.wid
+    finally:
+        x.close()
+        for p in (shell, third):
+            p.kill()
+            p.wait()
+
+
 def test_a_window_query_naming_two_programs_is_refused(app, tmp_path: Path) -> None:
     """Part of a title, or a class, shared by windows of two programs: the agent does not
     pick one by the stacking order; the error lists them."""
