@@ -106,14 +106,22 @@ def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
 
 
 @runs_group.command("list")
+@click.argument("folder", type=click.Path(path_type=Path), required=False)
 @common_options()
-def list_cmd(memory: Path, config: Config, fmt: str) -> None:
-    """List the step logs in the memory's runs folder, oldest first."""
-    folder = memory / "runs"
-    if not memory.exists():
+def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> None:
+    """List the step logs in FOLDER (one given to `kgagent play --log-dir`), else in the
+    memory's runs folder, oldest first."""
+    if folder is not None:
+        if not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            raise ConfigError(f"{folder} {what}; give a folder of step logs (play's --log-dir)")
+    elif not memory.exists():
         raise ConfigError(f"no memory at {memory}; run `kgagent play --memory {memory}` first")
-    if not folder.is_dir():
-        raise ConfigError(f"no runs folder at {folder}; run `kgagent play --memory {memory}` first")
+    elif not (memory / "runs").is_dir():
+        raise ConfigError(
+            f"no runs folder at {memory / 'runs'}; run `kgagent play --memory {memory}` first"
+        )
+    folder = folder if folder is not None else memory / "runs"
     rows = []
     for p in sorted(folder.glob("*.jsonl")):
         try:
@@ -136,6 +144,9 @@ def list_cmd(memory: Path, config: Config, fmt: str) -> None:
             }
         )
     if not rows and fmt == "table":
-        click.echo(f"no step logs in {folder}")
+        hint = ""
+        if (folder / "runs").is_dir():
+            hint = f" (a memory? its step logs: kgagent runs list --memory {folder})"
+        click.echo(f"no step logs in {folder}{hint}")
         return
     emit(rows, fmt)

@@ -51,6 +51,25 @@ def test_runs_show_json_matches_what_play_printed(played) -> None:
     assert json.loads(by_name.stdout) == shown
 
 
+def test_runs_list_reads_a_log_dir_folder(played, tmp_path) -> None:
+    """`play --log-dir DIR` writes its logs outside the memory: `runs list DIR` lists them."""
+    import shutil
+
+    mem, s = played
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(s["log_path"], logs)
+    listed = run("runs", "list", str(logs), "--format", "json")
+    assert listed.exit_code == 0, listed.output
+    rows = json.loads(listed.stdout)
+    assert [(r["log"], r["steps"]) for r in rows] == [(Path(s["log_path"]).name, 4)]
+    line = run("runs", "list", str(logs / Path(s["log_path"]).name))
+    assert line.exit_code == 1 and "is not a folder; give a folder of step logs" in line.stderr
+    memory = run("runs", "list", str(mem))  # a memory given as the folder: where its logs are
+    assert memory.exit_code == 0
+    assert f"a memory? its step logs: kgagent runs list --memory {mem}" in memory.stdout
+
+
 def test_table_stays_the_default_and_jsonl_is_one_line(played) -> None:
     _, s = played
     table = run("runs", "show", s["log_path"])
