@@ -26,7 +26,7 @@ def runs_group() -> None:
 
 
 def _summary_of(path: Path) -> dict[str, Any]:
-    from kgagent.runlog import executions_by_path, read_log, summarise
+    from kgagent.runlog import brain_of_header, executions_by_path, read_log, summarise
 
     if not path.exists():
         raise ConfigError(f"no step log at {path}")
@@ -48,6 +48,7 @@ def _summary_of(path: Path) -> dict[str, Any]:
         truth=truth,
         stopped="incomplete",
         duration_s=float(sum(s.get("duration_s", 0.0) for s in steps)),
+        brain=brain_of_header(h),
     )
     rebuilt.log_path = str(path)
     return rebuilt.to_dict()

@@ -340,6 +340,18 @@ def summarise(
     )
 
 
+def brain_of_header(header: dict[str, Any]) -> dict[str, Any] | None:
+    """What a step log's header says of its brain (kind; a VLM's model and configured base
+    URL), for a summary rebuilt from the step lines; its call counts are not known."""
+    kind = header.get("brain")
+    if kind not in ("vlm", "offline"):
+        return None
+    cfg = header.get("config", {}).get("brain", {})
+    if kind == "offline" or not isinstance(cfg, dict):
+        return {"kind": kind}
+    return {"kind": kind, "model": cfg.get("model"), "endpoint": cfg.get("base_url")}
+
+
 def read_log(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict | None]:
     """(run header, step lines, summary line) of a JSONL step log."""
     header, steps, summary = None, [], None

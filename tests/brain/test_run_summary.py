@@ -10,6 +10,7 @@ line.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -129,6 +130,25 @@ def test_a_refused_key_stops_the_run_in_one_line(tmp_path):
     assert len(ep.requests) == 1
     _, steps, summary = read_log(the_log(tmp_path))
     assert summary["stopped"] == "endpoint" and summary["steps"] == len(steps) < 200
+
+
+def test_a_killed_vlm_runs_rebuilt_summary_names_its_brain() -> None:
+    """A run killed before its summary line: the header says which model and URL; the
+    counts were never written, and the table shows them as unknown."""
+    from kgagent.runlog import brain_of_header
+
+    header = {"brain": "vlm", "config": {"brain": {"model": "qwen", "base_url": "http://h/v1"}}}
+    brain = brain_of_header(header)
+    assert brain == {"kind": "vlm", "model": "qwen", "endpoint": "http://h/v1"}
+    s = summarise(
+        [], env="x", seed=0, ablation="full", stats=None, truth={}, stopped="incomplete",
+        duration_s=0.0, brain=brain,
+    )  # fmt: skip
+    table = s.format_table()
+    assert re.search(r"^brain +vlm: model qwen at http://h/v1$", table, re.M)
+    assert re.search(r"^role calls +-: - requests, - failed, - answered offline$", table, re.M)
+    assert brain_of_header({"brain": "?"}) is None
+    assert brain_of_header({"brain": "offline", "config": {}}) == {"kind": "offline"}
 
 
 def play(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:

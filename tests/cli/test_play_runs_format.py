@@ -93,6 +93,7 @@ def test_runs_show_rebuilds_a_killed_runs_summary_as_json(played, tmp_path: Path
     rebuilt = json.loads(res.stdout)[0]
     assert rebuilt["stopped"] == "incomplete" and rebuilt["steps"] == 4
     assert rebuilt["executions_by_path"] == s["executions_by_path"]
+    assert rebuilt["brain"] == "offline" and rebuilt["brain_calls"] is None  # from the header
 
 
 def test_the_table_names_episodes_and_has_no_err_without_executions() -> None:
