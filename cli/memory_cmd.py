@@ -14,7 +14,7 @@ from kgagent.cli.output import emit, emit_record
 
 from kgagent.config import Config
 from kgagent.errors import KGAgentError
-from kgagent.memory.merge_place import leftovers_row, remove_leftovers
+from kgagent.memory.merge_place import leftovers_row, leftovers_warning, remove_leftovers
 
 
 def _say(msg: str) -> None:
@@ -36,6 +36,9 @@ def memory_group() -> None:
 def info_cmd(migrate: bool, memory: Path, config: Config, fmt: str) -> None:
     """Show where a memory is, what built it, and its graph statistics."""
     mem = open_memory(memory, config, write=migrate)
+    warning = leftovers_warning(Path(memory))
+    if warning:
+        click.echo(warning, err=True)
     try:
         record = mem.info()
     finally:

@@ -19,6 +19,7 @@ from kgagent.config import ABLATIONS, Config
 from kgagent.envs.launch import private_display_wanted
 from kgagent.envs.registry import ENVS, check_env, is_env_name
 from kgagent.errors import ConfigError
+from kgagent.memory.merge_place import leftovers_warning
 
 from .common import common_options
 from .output import emit_record
@@ -197,6 +198,9 @@ def play_cmd(
         from kgagent.envs.launch import program_argv
 
         program_argv(cfg.desktop.launch)  # a command that cannot be split, in one line
+    warning = leftovers_warning(Path(memory))
+    if warning:
+        click.echo(warning, err=True)
     runner = Runner(cfg, memory_path=memory, progress=not quiet)
     summary = runner.run()
     emit_record(summary.to_dict(), fmt, table=summary.format_table())

@@ -135,6 +135,22 @@ def leftovers_row(dest: Path) -> dict[str, object]:
     return {"check": "merge_leftovers", "status": status, "count": len(found), "detail": detail}
 
 
+def leftovers_warning(dest: Path) -> str | None:
+    """One line for `play` and `memory info` when killed merges left work directories
+    beside ``dest`` (each a copy of the memory, GBs on a big one); None otherwise."""
+    dest = dest.resolve()
+    found = leftovers(dest)
+    if not found or merge_running(dest):
+        return None
+    size = sum(f.stat().st_size for d in found for f in d.rglob("*") if f.is_file())
+    return (
+        f"warning: a killed merge left {len(found)} work "
+        f"director{'y' if len(found) == 1 else 'ies'} ({size / 2**20:.1f} MiB) beside the "
+        f"memory ({work_prefix(dest)}*): `kgagent memory check --repair` removes "
+        f"{'it' if len(found) == 1 else 'them'}"
+    )
+
+
 def remove_leftovers(dest: Path, say: Callable[[str], None]) -> None:
     """What killed merges into ``dest`` left beside it (:func:`recover`), unless a merge
     into it runs now."""

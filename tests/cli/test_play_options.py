@@ -131,3 +131,18 @@ def test_a_gym_id_that_cannot_be_made_creates_no_memory(tmp_path) -> None:
     assert result.exit_code == 1, result.output
     assert "NoSuch" in result.output and "Traceback" not in result.output
     assert not mem.exists()
+
+
+def test_play_warns_of_a_killed_merges_work_directory(tmp_path: Path) -> None:
+    """A killed merge's copy of the memory (GBs on a big one) is named when the memory is
+    played, with the command that removes it."""
+    mem = tmp_path / "memory"
+    work = tmp_path / ".memory.merge-dead1"
+    work.mkdir()
+    (work / "blob").write_bytes(b"x" * 2**20)
+    res = CliRunner().invoke(cli, play_args(mem, steps=1, env="cardgame"), prog_name="kgagent")
+    assert res.exit_code == 0, res.output
+    assert (
+        "warning: a killed merge left 1 work directory (1.0 MiB) beside the memory "
+        "(.memory.merge-*): `kgagent memory check --repair` removes it"
+    ) in res.stderr

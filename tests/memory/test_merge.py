@@ -659,9 +659,16 @@ def test_memory_check_reports_and_repair_removes_a_killed_merges_work(two, tmp_p
 
     row = check()
     assert (row["status"], row["count"]) == ("repairable", 1) and left[0].exists()
+    info = CliRunner().invoke(memory_group, ["info", "--memory", str(dest)])
+    assert info.exit_code == 0, info.output
+    (warning,) = [line for line in info.stderr.splitlines() if line.startswith("warning:")]
+    assert warning.startswith("warning: a killed merge left 1 work directory (")
+    assert warning.endswith(f"({work_prefix(dest)}*): `kgagent memory check --repair` removes it")
     row = check("--repair")
     assert (row["status"], row["count"]) == ("ok", 0)
     assert not left[0].exists() and not lock_path(dest).exists()
+    info = CliRunner().invoke(memory_group, ["info", "--memory", str(dest)])
+    assert info.exit_code == 0 and "warning" not in info.stderr
     with Memory.open(dest, Config(), read_only=True) as m:  # the memory is as it was
         assert m.stats().nodes == 2
 
