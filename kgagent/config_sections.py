@@ -402,6 +402,13 @@ class BrainConfig:
         "how answers are asked for; auto: tool calls, then JSON schema, then JSON in text",
         "auto | tools | json_schema | text",
     )
+    on_failure: str = param(
+        "offline",
+        "ours",
+        "a role call the endpoint cannot answer after its retries: offline answers it and the "
+        "run goes on; stop ends the run (exit 1), so that every answer came from the model",
+        "offline | stop",
+    )
     breaker_failures: int = param(
         3,
         "ours",

@@ -29,7 +29,8 @@ A failure that cannot fix itself (a refused key, no such model or URL, a model t
 takes no images, a streaming-only server) on an endpoint that has not answered once in
 this run ends the run with :class:`~kgagent.brain.endpoint.EndpointUnusable`: one line
 that names the cause and what to check. Once the endpoint has answered, the same
-failures degrade like any other.
+failures degrade like any other. With ``brain.on_failure = "stop"`` every failed role call
+ends the run that way (a benchmark whose answers must all come from the model).
 
 The first Ctrl-C of a run (:meth:`VLMBrain.interrupt`) stops the requests: the one in
 flight is abandoned, and the step's remaining role calls are answered offline, noted.
@@ -65,7 +66,7 @@ from kgagent.brain.base import (
 )
 from kgagent.brain.breaker import CircuitBreaker
 from kgagent.brain.client import CallRecord, ChatClient, EndpointMemory
-from kgagent.brain.endpoint import failure_text, setup_error
+from kgagent.brain.endpoint import EndpointUnusable, failure_text, setup_error
 from kgagent.brain.images import image_data_url
 from kgagent.brain.offline import OfflineBrain
 from kgagent.brain.relevance import (
@@ -427,6 +428,11 @@ class VLMBrain(Brain):
                 self._tell_once("recovered", "brain: the endpoint answers again; back to the VLM")
             return result
         self.usage.failed_calls += 1
+        if self.cfg.on_failure == "stop":
+            raise EndpointUnusable(
+                f"the run stopped: {role} failed after {record.requests} request(s): "
+                f"{record.error} (brain.on_failure=stop)"
+            )
         self.usage.offline_calls += 1
         self.note(f"{role}: offline answer ({record.error})")
         kind = record.error.split(":", 1)[0]

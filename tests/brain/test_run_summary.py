@@ -132,6 +132,31 @@ def test_a_refused_key_stops_the_run_in_one_line(tmp_path):
     assert summary["stopped"] == "endpoint" and summary["steps"] == len(steps) < 200
 
 
+def test_on_failure_stop_ends_the_run_at_the_first_failed_call(tmp_path):
+    """`brain.on_failure = "stop"`: a benchmark whose answers must all come from the model
+    ends at the first role call the endpoint cannot answer, in one line; the default
+    answers it offline and goes on."""
+    ep = FakeEndpoint().start()  # its default reply: text that is no answer
+    try:
+        cfg = config(ep.base_url, "local", on_failure="stop")
+        brain = make_brain(cfg.brain, log=lambda m: None)
+        runner = Runner(
+            cfg, memory_path=tmp_path / "mem", brain=brain, progress=False, log=lambda m: None
+        )
+        with pytest.raises(EndpointUnusable) as e:
+            runner.run(50)
+        assert str(e.value).startswith("the run stopped: ")
+        assert str(e.value).endswith("(brain.on_failure=stop)") and "\n" not in str(e.value)
+        _, steps, summary = read_log(the_log(tmp_path))
+        assert summary["stopped"] == "endpoint" and summary["steps"] == len(steps) < 50
+        assert summary["brain_offline_calls"] == 0 and summary["brain_failed_calls"] == 1
+        more = summary["steps"] + 3  # past the step whose call stopped the other run
+        goes_on, _, _ = run(config(ep.base_url, "local"), tmp_path / "default", steps=more)
+        assert goes_on.stopped == "steps" and goes_on.brain_offline_calls > 0
+    finally:
+        ep.stop()
+
+
 def test_a_killed_vlm_runs_rebuilt_summary_names_its_brain() -> None:
     """A run killed before its summary line: the header says which model and URL; the
     counts were never written, and the table shows them as unknown."""
