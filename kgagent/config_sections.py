@@ -95,7 +95,7 @@ class PerceptionConfig:
     """Screens to features and objects."""
 
     encoder: str = param(
-        "auto", "ours", "auto: CLIP if its weights load, else pixel", "auto | clip | pixel"
+        "auto", "ours", "auto: CLIP if clip_weights is set, else pixel", "auto | clip | pixel"
     )
     clip_model: str = param("ViT-B-32", "paper: §4", "the papers' visual encoder (open_clip name)")
     clip_weights: str | None = param(
@@ -109,7 +109,7 @@ class PerceptionConfig:
         check=torch_device,
     )
     segmenter: str = param(
-        "auto", "ours", "auto: SAM if its checkpoint loads, else OpenCV", "auto | sam | opencv"
+        "auto", "ours", "auto: SAM if sam_checkpoint is set, else OpenCV", "auto | sam | opencv"
     )
     sam_model: str = param(
         "vit_b", "ours", "SAM's smallest model; vit_t: MobileSAM", "vit_b | vit_l | vit_h | vit_t"

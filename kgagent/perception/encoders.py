@@ -273,8 +273,10 @@ def make_encoder(cfg: PerceptionConfig, *, log: Log = print) -> Any:
     """The encoder ``cfg.encoder`` names.
 
     ``"clip"`` raises :class:`WeightsUnavailable` when weights cannot be loaded.
-    ``"auto"`` uses CLIP when ``cfg.clip_weights`` is set and loads; otherwise it
-    says once, through ``log``, that it uses the pixel encoder and why. The
+    ``"auto"`` uses CLIP when ``cfg.clip_weights`` is set (weights that cannot be
+    loaded are the same error: a memory made with the pixel encoder instead would
+    refuse CLIP's features once the path is mended); without weights it says once,
+    through ``log``, that it uses the pixel encoder and why. The
     returned encoder's ``identity`` is what memory records, so a memory built
     with one encoder refuses features from the other.
     """
@@ -286,11 +288,7 @@ def make_encoder(cfg: PerceptionConfig, *, log: Log = print) -> Any:
     if kind != "auto":
         raise ConfigError(f"perception.encoder={kind!r}; use auto, clip or pixel")
     if cfg.clip_weights:
-        try:
-            return ClipEncoder(cfg)
-        except WeightsUnavailable as e:
-            log(f"encoder: CLIP unavailable, using the pixel encoder (pixel:v1) instead. {e}")
-            return PixelEncoder(cfg)
+        return ClipEncoder(cfg)
     log(
         "encoder: no CLIP weights configured (perception.clip_weights); using the pixel "
         "encoder (pixel:v1). Set perception.clip_weights=PATH or a tag to use CLIP ViT-B/32."

@@ -433,9 +433,9 @@ def make_segmenter(cfg: PerceptionConfig, *, log: Log = print) -> Any:
     """The segmenter ``cfg.segmenter`` names.
 
     ``"sam"`` fails with :class:`WeightsUnavailable` when the checkpoint cannot
-    be loaded; ``"auto"`` uses SAM when a checkpoint is configured and loads,
-    and otherwise says once, through ``log``, that it uses the OpenCV segmenter
-    and why.
+    be loaded; ``"auto"`` uses SAM when a checkpoint is configured (one that cannot be
+    loaded is the same error: the user asked for SAM), and otherwise says once,
+    through ``log``, that it uses the OpenCV segmenter and why.
     """
     kind = cfg.segmenter
     if kind == "opencv":
@@ -445,11 +445,7 @@ def make_segmenter(cfg: PerceptionConfig, *, log: Log = print) -> Any:
     if kind != "auto":
         raise ConfigError(f"perception.segmenter={kind!r}; use auto, sam or opencv")
     if cfg.sam_checkpoint:
-        try:
-            return SamSegmenter(cfg)
-        except WeightsUnavailable as e:
-            log(f"segmenter: SAM unavailable ({e}); using the OpenCV segmenter")
-            return OpenCVSegmenter(cfg)
+        return SamSegmenter(cfg)
     log(
         "segmenter: no SAM checkpoint configured (perception.sam_checkpoint); "
         "using the OpenCV segmenter"

@@ -125,14 +125,13 @@ def test_auto_falls_back_to_pixel_and_says_so_once(tmp_path):
     enc = make_encoder(PerceptionConfig(encoder="auto"), log=logs.append)
     assert isinstance(enc, PixelEncoder)
     assert len(logs) == 1 and "pixel" in logs[0] and "clip_weights" in logs[0]
-    logs.clear()
-    enc = make_encoder(
-        PerceptionConfig(encoder="auto", clip_weights=str(tmp_path / "missing.pt")),
-        log=logs.append,
-    )
-    assert isinstance(enc, PixelEncoder)
-    assert len(logs) == 1 and "not found" in logs[0]
-    logs.clear()
+    logs.clear()  # weights configured that do not load: an error, not a pixel memory
+    with pytest.raises(WeightsUnavailable, match="not found.*perception.encoder=pixel"):
+        make_encoder(
+            PerceptionConfig(encoder="auto", clip_weights=str(tmp_path / "missing.pt")),
+            log=logs.append,
+        )
+    assert logs == []
     assert isinstance(
         make_encoder(PerceptionConfig(encoder="pixel"), log=logs.append), PixelEncoder
     )
