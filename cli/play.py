@@ -202,7 +202,12 @@ def play_cmd(
     if warning:
         click.echo(warning, err=True)
     runner = Runner(cfg, memory_path=memory, progress=not quiet)
-    summary = runner.run()
+    try:
+        summary = runner.run()
+    except KeyboardInterrupt:  # a second Ctrl-C: the run was written and closed first
+        if runner.last_summary is None:
+            raise
+        summary = runner.last_summary
     emit_record(summary.to_dict(), fmt, table=summary.format_table())
     if runner.stop_signal is not None:
         # stopped by a signal, cleanly: the shell's code for it, so a script can tell

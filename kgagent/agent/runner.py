@@ -16,6 +16,7 @@ stops; memory and environment are always closed in ``finally``.
 
 from __future__ import annotations
 
+import operator
 import re
 import signal
 import sys
@@ -93,8 +94,14 @@ class Runner:
     """Builds env, encoder, segmenter, brain and memory from one Config, and runs the agent.
 
     ``env``, ``encoder``, ``segmenter`` and ``brain`` may be passed in (tests,
-    benchmarks); otherwise they are built from the config. ``progress=False``
-    hides the tqdm bar.
+    benchmarks, an environment of the user's own); otherwise they are built from the
+    config. An env passed in names the run by its ``name`` (its step log, summary and
+    ``run.env`` in the logged config). ``progress=False`` hides the tqdm bar.
+
+    Signals: the first Ctrl-C (or SIGTERM) finishes the current step, and :meth:`run`
+    returns the summary with :attr:`stop_signal` set: a script running several runs
+    checks it to stop too. A second Ctrl-C aborts: the step log's summary is written,
+    the memory closed, and ``KeyboardInterrupt`` raised (:attr:`last_summary` holds it).
     """
 
     def __init__(
@@ -111,6 +118,9 @@ class Runner:
     ) -> None:
         config.validate()
         self.cfg = config.effective()  # the configuration the run really uses (logged)
+        if env is not None and getattr(env, "name", "env") not in ("", "env"):
+            # an env passed in is what runs: its name goes in the log, not run.env's default
+            self.cfg.run.env = str(env.name)
         self.memory_path = resolve_memory_path(memory_path or self.cfg.memory.path)
         self._env = env
         self._encoder = encoder
@@ -122,6 +132,8 @@ class Runner:
         self.reprobes = 0  # the noise watched again during the run (desktop.noise_reprobe_after)
         #: the signal that stopped the last run (SIGINT, SIGTERM); None when nothing did
         self.stop_signal: int | None = None
+        #: the last run's summary, also when it ended by raising (an abort, an error)
+        self.last_summary: RunSummary | None = None
         self._steps = 0
 
     def _build(self) -> tuple[StateEncoder, Segmenter, Brain]:
@@ -173,9 +185,19 @@ class Runner:
 
         cfg = self.cfg
         n_steps = steps if steps is not None else cfg.run.steps
+        try:
+            if isinstance(n_steps, bool):
+                raise TypeError
+            n_steps = operator.index(n_steps)  # an int, numpy's included; not "5" nor 5.0
+        except TypeError:
+            raise ConfigError(f"steps must be a whole number >= 0, not {n_steps!r}") from None
         if n_steps < 0:
             raise ConfigError("run.steps must be >= 0")
         self._steps = n_steps
+        if self._env is None:  # before anything is built or created: one line, no memory
+            from kgagent.envs.registry import check_env
+
+            check_env(cfg.run.env)
         encoder, segmenter, brain = self._build()
         record_dir = Path(cfg.run.record).expanduser() if cfg.run.record else None
         if record_dir is not None:
@@ -188,6 +210,8 @@ class Runner:
         log_path: Path | None = None
         mem = env = None
         episodes = 1
+        aborted = False  # a second Ctrl-C: raised again once the run is written and closed
+        self.stop_signal = self.last_summary = None
         try:
             mem = Memory.open(self.memory_path, cfg, encoder=EncoderSpec.of(encoder))
             env = self._make_env()
@@ -245,7 +269,7 @@ class Runner:
                         if screen.done:
                             stopped = "terminated"
                 except KeyboardInterrupt:
-                    stopped = "interrupted"
+                    stopped, aborted = "interrupted", True
                 except EndpointUnusable as e:
                     stopped, error = "endpoint", _one_line(e)  # the CLI prints it too
                     raise
@@ -281,6 +305,7 @@ class Runner:
                     summary.log_path = str(log_path)
                     summary.memory_path = str(self.memory_path)
                     out.write("summary", summary.to_dict())
+                    self.last_summary = summary
         finally:
             try:
                 if env is not None:
@@ -288,6 +313,8 @@ class Runner:
             finally:
                 if mem is not None:
                     mem.close()
+        if aborted:
+            raise KeyboardInterrupt
         return summary
 
     def _screen(self, env: Env) -> Screen:

@@ -230,8 +230,9 @@ def test_an_environment_name_with_a_slash_gets_a_step_log_in_the_log_folder(
 ) -> None:
     """Gymnasium ids such as ``ALE/Breakout-v5`` hold a path separator."""
     monkeypatch.setattr("kgagent.agent.runner.time.strftime", lambda fmt: "20260101-000000")
-    cfg.run.env = "gym:ALE/Breakout-v5"
-    runner = _runner(cfg, tmp_path / "mem", ToyEnv())
+    env = ToyEnv()
+    env.name = "gym:ALE/Breakout-v5"
+    runner = _runner(cfg, tmp_path / "mem", env)
     path = runner.log_file()
     assert path.parent == runner.log_dir() and path.parent.is_dir()
     assert path.name == "20260101-000000-gym:ALE_Breakout-v5-0.jsonl"
@@ -290,3 +291,67 @@ def test_a_run_says_what_it_acts_on_first_and_keeps_it_in_its_header(cfg, tmp_pa
     _runner(cfg, tmp_path / "other", ToyEnv()).run(1)  # an env that does not say: no line
     (plain,) = (tmp_path / "other" / "runs").glob("*.jsonl")
     assert read_log(plain)[0]["target"] is None
+
+
+class SignalledEnv(ToyEnv):
+    """The toy, which sends its own process SIGINT ``times`` times in its third step (a
+    person pressing Ctrl-C in the terminal of a script that drives a Runner)."""
+
+    def __init__(self, times: int) -> None:
+        super().__init__()
+        self.times = times
+
+    def step(self, action):
+        import os
+        import signal
+
+        if self.steps == 2:
+            for _ in range(self.times):
+                os.kill(os.getpid(), signal.SIGINT)
+        return super().step(action)
+
+
+def test_a_library_caller_gets_a_second_ctrl_c_as_keyboard_interrupt(cfg, tmp_path) -> None:
+    """One Ctrl-C: the run finishes its step and returns, ``stop_signal`` says why. Two: the
+    run is written and its memory closed, then ``KeyboardInterrupt`` reaches the caller
+    (a loop over seeds stops), with the summary in ``last_summary``."""
+    import signal
+
+    from kgagent.config import Config
+    from kgagent.memory import Memory
+
+    runner = _runner(cfg, tmp_path / "one", SignalledEnv(1))
+    s = runner.run(50)
+    assert s.stopped == "interrupted" and s.steps < 50 and runner.stop_signal == signal.SIGINT
+    runner = _runner(cfg, tmp_path / "two", SignalledEnv(2))
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(50)
+    s = runner.last_summary
+    assert s is not None and s.stopped == "interrupted" and s.steps < 50
+    assert read_log(s.log_path)[2]["stopped"] == "interrupted"  # the summary line is written
+    assert runner.stop_signal == signal.SIGINT
+    with Memory.open(tmp_path / "two", Config()) as m:  # closed: a new writer may open it
+        assert m.stats().nodes >= 1
+
+
+def test_an_env_passed_in_names_the_run(cfg, tmp_path) -> None:
+    """A user's own env given to ``Runner(env=...)`` is what the log and summary name, not
+    ``run.env``'s default."""
+    s = _runner(cfg, tmp_path / "m", ToyEnv()).run(2)
+    header = read_log(s.log_path)[0]
+    assert s.env == header["env"] == header["config"]["run"]["env"] == "toy"
+    assert Path(s.log_path).name.endswith("-toy-0.jsonl")
+
+
+def test_a_runner_refuses_an_unknown_env_or_step_count_before_making_a_memory(
+    cfg, tmp_path
+) -> None:
+    from kgagent.errors import ConfigError
+
+    cfg.run.env = "cardgam"
+    with pytest.raises(ConfigError, match="unknown environment 'cardgam'"):
+        Runner(cfg, memory_path=tmp_path / "m", progress=False, log=lambda m: None).run(2)
+    assert not (tmp_path / "m").exists()
+    with pytest.raises(ConfigError, match="steps must be a whole number >= 0, not '5'"):
+        _runner(cfg, tmp_path / "n", ToyEnv()).run("5")  # type: ignore[arg-type]
+    assert _runner(cfg, tmp_path / "n", ToyEnv()).run(np.int64(2)).steps == 2
