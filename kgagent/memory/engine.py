@@ -172,9 +172,16 @@ class GraphDB:
         return res
 
     def begin(self, *, read_only: bool = False) -> None:
-        self.execute(queries.get("tx_begin_read_only" if read_only else "tx_begin").text)
-        self._in_tx = True
-        self._tx_writes = not read_only
+        """Start a transaction. It is marked open before BEGIN is sent: an interrupt
+        (Ctrl-C) that lands once BEGIN has run, but before this returns, leaves a
+        transaction only :meth:`rollback` ends; a ROLLBACK with none open is refused
+        harmlessly. Any failure here rolls back at once."""
+        self._in_tx, self._tx_writes = True, not read_only
+        try:
+            self.execute(queries.get("tx_begin_read_only" if read_only else "tx_begin").text)
+        except BaseException:
+            self.rollback()
+            raise
 
     def commit(self) -> None:
         if self._tx_writes:
@@ -193,8 +200,8 @@ class GraphDB:
     @contextmanager
     def transaction(self, *, read_only: bool = False) -> Iterator[None]:
         """Run the block in one transaction: committed at its end, rolled back on any error."""
-        self.begin(read_only=read_only)
         try:
+            self.begin(read_only=read_only)
             yield
             self.commit()
         except BaseException:

@@ -38,6 +38,34 @@ def test_transaction_commits_at_the_end_and_rolls_back_on_error(db: GraphDB) -> 
         assert db.execute(COUNT) == [{"n": 1}]
 
 
+@pytest.mark.parametrize("when", ["after BEGIN", "after COMMIT"])
+def test_an_interrupt_around_begin_or_commit_leaves_no_transaction_open(
+    db: GraphDB, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """Ctrl-C landing just after the engine ran BEGIN (or COMMIT), before the adapter
+    knew: the next transaction starts (it failed with "already has an active
+    transaction", as a notebook's "interrupt kernel" found)."""
+    run = GraphDB._run
+    word = when.split()[1]
+
+    def interrupted(self, query, *args, **kw):
+        res = run(self, query, *args, **kw)
+        if query.strip().upper().startswith(word):
+            raise KeyboardInterrupt
+        return res
+
+    monkeypatch.setattr(GraphDB, "_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with db.transaction():
+            db.execute("CREATE (:Note {id: 'maybe'})")
+    monkeypatch.setattr(GraphDB, "_run", run)
+    assert not db.in_transaction
+    with db.transaction():
+        db.execute("CREATE (:Note {id: 'next'})")
+    ids = {r["id"] for r in db.execute("MATCH (n:Note) RETURN n.id AS id")}
+    assert ids == ({"next"} if word == "BEGIN" else {"maybe", "next"})
+
+
 def test_query_errors_are_one_line(db: GraphDB) -> None:
     with pytest.raises(QueryError) as info:
         db.execute("MATCH (n:Nope) RETURN n")
