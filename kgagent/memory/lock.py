@@ -89,6 +89,12 @@ def lock_memory(directory: Path) -> HeldLock:
         ) from None
     if held is None:
         holder = _holder(path)
+        if holder == f" (pid {os.getpid()})":
+            raise MemoryStoreError(
+                f"the memory at {directory} is already open for writing in this process: "
+                "close() the Memory that has it (or open it with `with Memory.open(...)`); "
+                "one dropped without close() keeps its lock until the process ends"
+            )
         raise MemoryStoreError(
             f"the memory at {directory} is in use by another process{holder} that writes it; "
             "stop that process (or wait for it to finish) and try again"

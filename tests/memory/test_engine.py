@@ -118,6 +118,24 @@ def test_a_memory_held_by_another_process_is_refused_with_what_to_do(tmp_path: P
     assert holder.returncode == 0
 
 
+def test_a_memory_open_twice_in_one_process_says_so(tmp_path: Path) -> None:
+    """A notebook that opened a memory and lost the object: the refusal names this
+    process, not "another process" with the user's own pid."""
+    path = tmp_path / "memory"
+    first = Memory.open(path, Config())
+    try:
+        with pytest.raises(MemoryStoreError) as info:
+            Memory.open(path, Config())
+        msg = str(info.value)
+        assert "already open for writing in this process: close() the Memory" in msg
+        assert "another process" not in msg
+        with Memory.open(path, Config(), read_only=True) as reader:  # reading beside it is fine
+            assert reader.stats().nodes == 0
+    finally:
+        first.close()
+    Memory.open(path, Config()).close()
+
+
 def test_an_unknown_engine_names_where_it_was_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KGAGENT_ENGINE", "neo4j")
     with pytest.raises(MemoryStoreError) as e:
