@@ -27,7 +27,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from kgagent.config_fields import FieldSpec, coerce, parse_override, refusal, show, spec_of
+from kgagent.config_fields import (
+    FieldSpec,
+    coerce,
+    in_code,
+    parse_override,
+    refusal,
+    show,
+    spec_of,
+)
 from kgagent.config_sections import (  # noqa: F401 - the sections are part of this module's API
     ABLATIONS,
     AugmentConfig,
@@ -59,6 +67,20 @@ class Config:
     desktop: DesktopConfig = field(default_factory=DesktopConfig)
     gym: GymConfig = field(default_factory=GymConfig)
     run: RunConfig = field(default_factory=RunConfig)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A section is replaced only by one of its own type (``cfg.memory = {...}`` is
+        refused in one line), and a name that is no section is refused."""
+        known = self.__dataclass_fields__
+        if name not in known:
+            raise ConfigError(f"{name!r} is not a config section; sections: {', '.join(known)}")
+        kind = type(getattr(self, name, None)) if hasattr(self, name) else None
+        if kind is not None and not isinstance(value, kind):
+            raise ConfigError(
+                f"config.{name} must be a {kind.__name__}, not {type(value).__name__}: set its "
+                f"fields instead (cfg.{name}.FIELD = value)"
+            )
+        object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -130,7 +152,12 @@ class Config:
         for sf in fields(self):
             section = getattr(self, sf.name)
             for f in fields(section):
-                why = refusal(spec_of(type(section), sf.name, f.name), getattr(section, f.name))
+                spec = spec_of(type(section), sf.name, f.name)
+                value = getattr(section, f.name)
+                typed = in_code(value, spec.kind)  # a Path, np.int64(10), a list set in code
+                if typed is not value:
+                    setattr(section, f.name, typed)
+                why = refusal(spec, typed)
                 if why:
                     raise ConfigError(why)
         m = self.memory

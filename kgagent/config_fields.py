@@ -13,9 +13,11 @@ added without a range, and the docs cannot disagree with the check.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import json
 import math
+import os
 import re
 import sys
 import types
@@ -30,6 +32,47 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from kgagent.errors import ConfigError
+
+
+class Section:
+    """A config section (a dataclass of :func:`param` fields) set from code: a name it has
+    no field for is refused, naming the closest field, instead of being kept and ignored
+    (``cfg.memory.thetamerge = 0.5``); TOML and ``--set`` refuse those already."""
+
+    __slots__ = ()
+    #: the section's name in TOML and ``--set`` (``memory``)
+    SECTION = ""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        known = self.__dataclass_fields__  # type: ignore[attr-defined]
+        if name not in known and not name.startswith("_"):
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = f"; did you mean {self.SECTION}.{close[0]}?" if close else ""
+            raise ConfigError(
+                f"{self.SECTION}.{name} is not a config field{hint} (docs/config.md lists them)"
+            )
+        object.__setattr__(self, name, value)
+
+
+def in_code(v: Any, kind: str) -> Any:
+    """A value set from code in the field's type where nothing is lost: a path for a
+    string field, a numpy scalar, a list for a tuple (TOML's own values pass unchanged)."""
+    if isinstance(v, list):
+        return tuple(in_code(x, kind) for x in v)
+    if isinstance(v, tuple):
+        return tuple(in_code(x, kind) for x in v) if any(_foreign(x) for x in v) else v
+    if kind == "str" and isinstance(v, os.PathLike):
+        return os.fspath(v)
+    if _foreign(v) and not isinstance(v, os.PathLike):
+        v = v.item()
+    return _widen(v, kind) if kind in ("int", "float") and not isinstance(v, str) else v
+
+
+def _foreign(v: Any) -> bool:
+    """A numpy scalar (``np.int64(10)``), or a path."""
+    return isinstance(v, os.PathLike) or (
+        type(v).__module__ == "numpy" and hasattr(v, "item") and getattr(v, "ndim", 1) == 0
+    )
 
 
 def param(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgagent.config_checks import env_name, http_url, torch_device
-from kgagent.config_fields import param
+from kgagent.config_fields import Section, param
 
 ABLATIONS = (
     "full",
@@ -30,8 +30,10 @@ def _positive_size(region: Any) -> bool:
 
 
 @dataclass
-class MemoryConfig:
+class MemoryConfig(Section):
     """Where experience lives and how states are merged (the SA-KG)."""
+
+    SECTION = "memory"
 
     path: str | None = param(
         None, "ours", "none: the user's data directory, one memory that every run adds to"
@@ -91,8 +93,10 @@ class MemoryConfig:
 
 
 @dataclass
-class PerceptionConfig:
+class PerceptionConfig(Section):
     """Screens to features and objects."""
+
+    SECTION = "perception"
 
     encoder: str = param(
         "auto", "ours", "auto: CLIP if clip_weights is set, else pixel", "auto | clip | pixel"
@@ -193,8 +197,10 @@ class PerceptionConfig:
 
 
 @dataclass
-class InvocationConfig:
+class InvocationConfig(Section):
     """Two-stage skill invocation (Algorithm 1, Eq. 4, 6, 7)."""
+
+    SECTION = "invocation"
 
     m_samples: int = param(5, "paper: Eq. 4, Table 4", "M, HQ skills tried per step", ">= 1")
     r_good: float = param(
@@ -234,8 +240,10 @@ class InvocationConfig:
 
 
 @dataclass
-class AugmentConfig:
+class AugmentConfig(Section):
     """Bottom-up skill augmentation (Algorithm 1, lines 18–25)."""
+
+    SECTION = "augment"
 
     k_max: int = param(
         3, "ours", "longest skill augmentation builds (Alg. 1 line 19's k_max)", ">= 1"
@@ -288,8 +296,10 @@ class AugmentConfig:
 
 
 @dataclass
-class RewardConfig:
+class RewardConfig(Section):
     """Eq. 9–11 and their ablation switches."""
+
+    SECTION = "rewards"
 
     use_progress: bool = param(True, "paper: Eq. 9", "R_progress; off in no_vlm_rewards")
     use_semantic: bool = param(True, "paper: Eq. 9", "R_semantic; off in no_vlm_rewards")
@@ -328,8 +338,10 @@ class RewardConfig:
 
 
 @dataclass
-class LibraryConfig:
+class LibraryConfig(Section):
     """Pruning, refinement and clustering cadence."""
+
+    SECTION = "library"
 
     prune_every: int = param(
         25, "ours", "steps between pruning at the library cap; 0: never", ">= 0"
@@ -349,8 +361,10 @@ class LibraryConfig:
 
 
 @dataclass
-class BrainConfig:
+class BrainConfig(Section):
     """The VLM roles: an OpenAI-compatible endpoint or the offline brain."""
+
+    SECTION = "brain"
 
     kind: str = param(
         "auto",
@@ -475,8 +489,10 @@ class BrainConfig:
 
 
 @dataclass
-class DesktopConfig:
+class DesktopConfig(Section):
     """The real-desktop driver."""
+
+    SECTION = "desktop"
 
     window: str | None = param(
         None, "ours", "bind to the window with this title, class:NAME, title:TEXT or pid:N"
@@ -577,8 +593,10 @@ class DesktopConfig:
 
 
 @dataclass
-class GymConfig:
+class GymConfig(Section):
     """Gymnasium environments and Crafter as pixel programs (``--env gym:ID``)."""
+
+    SECTION = "gym"
 
     size: tuple[int, int] | None = param(
         None,
@@ -592,8 +610,10 @@ class GymConfig:
 
 
 @dataclass
-class RunConfig:
+class RunConfig(Section):
     """One `kgagent play` run."""
+
+    SECTION = "run"
 
     env: str = param("cardgame", "ours", "the built-in card game needs no display and no program")
     steps: int = param(200, "ours", "a short first run; the papers' episode is 500 steps", ">= 0")

@@ -381,3 +381,32 @@ def test_every_toml_block_of_docs_config_md_loads(tmp_path: Path) -> None:
         f = tmp_path / f"block{i}.toml"
         f.write_text(textwrap.dedent(body))
         Config.load(f, [])  # raises ConfigError on an unknown field or a bad value
+
+
+def test_a_config_set_in_code_refuses_misspelt_fields_and_takes_paths_and_numpy() -> None:
+    """From Python, a misspelt field would be kept and ignored, a section replaced by a
+    dict would fail deep in validate(); a Path or a numpy scalar is what a user has."""
+    import numpy as np
+
+    c = Config()
+    with pytest.raises(
+        ConfigError,
+        match=r"memory.thetamerge is not a config field; did you mean memory.theta_merge\?",
+    ):
+        c.memory.thetamerge = 0.5
+    with pytest.raises(ConfigError, match="'memroy' is not a config section"):
+        c.memroy = c.memory
+    with pytest.raises(ConfigError, match="config.memory must be a MemoryConfig, not dict"):
+        c.memory = {"theta_merge": 0.9}  # type: ignore[assignment]
+    c.memory.path = Path("/tmp/kg-memory")  # type: ignore[assignment]
+    c.run.log_dir = Path("/tmp/kg-logs")  # type: ignore[assignment]
+    c.run.steps = np.int64(10)  # type: ignore[assignment]
+    c.memory.theta_merge = np.float64(0.95)  # type: ignore[assignment]
+    c.desktop.region = [0, 0, 10, 10]  # type: ignore[assignment]
+    c.validate()
+    assert (c.memory.path, c.run.log_dir) == ("/tmp/kg-memory", "/tmp/kg-logs")
+    assert type(c.run.steps) is int and type(c.memory.theta_merge) is float
+    assert c.desktop.region == (0, 0, 10, 10)
+    c.run.steps = "5"  # type: ignore[assignment]
+    with pytest.raises(ConfigError, match='run.steps = "5": must be an integer'):
+        c.validate()
