@@ -21,6 +21,7 @@ from kgagent.actions import Operation
 from kgagent.brain.base import Brain
 from kgagent.config import Config
 from kgagent.perception.base import Segmenter, StateEncoder
+from kgagent.perception.reader import TextReader
 from kgagent.runlog import ExecutionRecord, StepRecord
 
 from .augment import object_actions, residual_actions
@@ -78,7 +79,10 @@ def make_agent(
     segmenter: Segmenter,
     brain: Brain,
     rng: np.random.Generator,
+    *,
+    reader: TextReader | None = None,
 ) -> Agent:
-    """The agent ``run.ablation`` names: the KG-Agent, the Bottom-Up Agent or the random agent."""
+    """The agent ``run.ablation`` names: the KG-Agent, the Bottom-Up Agent or the random agent.
+    ``reader``: a text reader of the caller's own (else ``perception.reader``'s)."""
     cls = {"no_graph": BottomUpAgent, "random": RandomAgent}.get(config.run.ablation, Agent)
-    return cls(config, memory, encoder, segmenter, brain, rng)
+    return cls(config, memory, encoder, segmenter, brain, rng, reader=reader)

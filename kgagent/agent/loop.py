@@ -25,6 +25,7 @@ import numpy as np
 from kgagent.brain.base import Brain, ClusterView, Usage
 from kgagent.config import Config
 from kgagent.perception.base import Segmenter, StateEncoder
+from kgagent.perception.reader import TextReader
 from kgagent.records import Skill
 from kgagent.runlog import ExecutionRecord, StepRecord
 
@@ -61,6 +62,8 @@ class Agent:
         segmenter: Segmenter,
         brain: Brain,
         rng: np.random.Generator,
+        *,
+        reader: TextReader | None = None,
     ) -> None:
         self.cfg = config.effective()
         self.times = PartTimes()  # where each step's time goes (StepRecord.times_ms)
@@ -73,7 +76,7 @@ class Agent:
         self.rng = rng
         self.step_no = 0
         self.episode = Episode(self.cfg)
-        self.observer = Observer(self.cfg, memory, encoder, segmenter, self.episode)
+        self.observer = Observer(self.cfg, memory, encoder, segmenter, self.episode, reader)
         self.observer.reader = Timed(self.observer.reader, self.times, "read")
         self.observer.brain_roles = frozenset(getattr(brain, "label_roles", ()) or ())
         self.history = SkillHistory(self.cfg, memory, graph=self.sakg)

@@ -36,6 +36,7 @@ from kgagent.errors import BudgetExceeded, ConfigError
 from kgagent.paths import resolve_memory_path
 from kgagent.perception.base import Segmenter, StateEncoder
 from kgagent.perception.change import idle_change, visual_change
+from kgagent.perception.reader import TextReader
 from kgagent.runlog import LOG_VERSION, RunLogWriter, RunSummary, StepRecord, summarise
 
 from .baselines import make_agent
@@ -93,9 +94,9 @@ class _StopFlag:
 class Runner:
     """Builds env, encoder, segmenter, brain and memory from one Config, and runs the agent.
 
-    ``env``, ``encoder``, ``segmenter`` and ``brain`` may be passed in (tests,
-    benchmarks, an environment of the user's own); otherwise they are built from the
-    config. An env passed in names the run by its ``name`` (its step log, summary and
+    ``env``, ``encoder``, ``segmenter``, ``brain`` and ``reader`` (a
+    :class:`~kgagent.perception.reader.TextReader`) may be passed in (tests, benchmarks,
+    parts of the user's own); otherwise they are built from the config. An env passed in names the run by its ``name`` (its step log, summary and
     ``run.env`` in the logged config). ``progress=False`` hides the tqdm bar.
 
     Signals: the first Ctrl-C (or SIGTERM) finishes the current step, and :meth:`run`
@@ -113,6 +114,7 @@ class Runner:
         encoder: StateEncoder | None = None,
         segmenter: Segmenter | None = None,
         brain: Brain | None = None,
+        reader: TextReader | None = None,
         progress: bool = True,
         log: Log | None = None,
     ) -> None:
@@ -126,6 +128,7 @@ class Runner:
         self._encoder = encoder
         self._segmenter = segmenter
         self._brain = brain
+        self._reader = reader
         self.progress = progress
         self.log: Log = log or (lambda m: print(m, file=sys.stderr))
         self.idle_change: float | None = None  # measured by the noise probe (live targets)
@@ -221,7 +224,13 @@ class Runner:
             if env.live and cfg.desktop.noise_probe_s > 0:
                 self._probe_noise(env)  # before the agent copies the config
             agent = make_agent(
-                cfg, mem, encoder, segmenter, brain, np.random.default_rng(cfg.run.seed)
+                cfg,
+                mem,
+                encoder,
+                segmenter,
+                brain,
+                np.random.default_rng(cfg.run.seed),
+                reader=self._reader,
             )
             target = env.describe_target() if hasattr(env, "describe_target") else None
             if target:
@@ -231,7 +240,9 @@ class Runner:
             bar = _progress(n_steps, self.progress)
             with log_path.open("w") as fh, _StopFlag(self.log, brain.interrupt) as flag:
                 out = RunLogWriter(fh)
-                out.write("run", {**self._header(encoder, brain, env.size), "target": target})
+                reader = str(getattr(agent.observer.reader, "identity", "?"))
+                header = self._header(encoder, brain, env.size)
+                out.write("run", {**header, "reader": reader, "target": target})
                 try:
                     for _ in range(n_steps):
                         if flag.stop:

@@ -369,3 +369,37 @@ def test_a_label_the_segmenter_cut_at_a_word_gap_names_the_control_by_its_whole_
     words = [o for o in objs if o.label and o.bbox[2] < 100 and inside(o.bbox[:2], items[0][1])]
     assert words, "the segmenter no longer cuts the label: this test needs a screen that it does"
     assert all(label_key(o.label) == "startnewgame" for o in words)
+
+
+class Names:
+    """A reader of the user's own: names every crop by its place on the screen."""
+
+    identity = "names:v1"
+
+    def read(self, crops):
+        return [Reading(f"W{i}", 1.0) for i, _ in enumerate(crops)]
+
+
+def test_a_reader_of_ones_own_is_plugged_into_a_runner(tmp_path, cfg) -> None:
+    """``Runner(reader=...)``: its readings label objects and name skills, and the step
+    log's header says which reader read."""
+    from kgagent.agent.runner import Runner
+    from kgagent.runlog import read_log
+
+    s = Runner(
+        cfg,
+        memory_path=tmp_path / "m",
+        env=ToyEnv(),
+        encoder=PixelEncoder(),
+        segmenter=ToySegmenter(),
+        brain=OfflineBrain(cfg.brain),
+        reader=Names(),
+        progress=False,
+        log=lambda m: None,
+    ).run(12)
+    assert read_log(s.log_path)[0]["reader"] == "names:v1"
+    with Memory.open(tmp_path / "m", cfg, read_only=True) as m:
+        labels = {o.label for o in m._objects.values()}
+        names = [k.name for k in m.skills()]
+    assert labels and labels <= {"W0", "W1", "W2"}
+    assert names and all('"W' in n for n in names), names
