@@ -15,9 +15,34 @@ import numpy as np
 
 from kgagent.actions import Action
 from kgagent.envs.base import Env
+from kgagent.errors import EnvironmentError_
 from kgagent.perception.change import visual_change
 
 from .timing import PartTimes
+
+
+def rgb(frame: object, env: Env) -> np.ndarray:
+    """``frame`` when it is a screen the agent can read (an RGB ``uint8`` array, height ×
+    width × 3); an environment of one's own that gives another kind is told so in one
+    line, not by a failure deep in perception."""
+    if (
+        isinstance(frame, np.ndarray)
+        and frame.dtype == np.uint8
+        and frame.ndim == 3
+        and frame.shape[2] == 3
+        and frame.shape[0] > 0
+        and frame.shape[1] > 0
+    ):
+        return frame
+    what = (
+        f"{frame.dtype} {tuple(frame.shape)}"
+        if isinstance(frame, np.ndarray)
+        else type(frame).__name__
+    )
+    raise EnvironmentError_(
+        f"environment {env.name!r} gave a screen of {what}: a screen is an RGB array of "
+        "uint8, (height, width, 3)"
+    )
 
 
 class Screen:
@@ -71,7 +96,7 @@ class Screen:
 
     def observe(self) -> np.ndarray:
         if self._last is None:
-            self._last = self._env.observe()
+            self._last = rgb(self._env.observe(), self._env)
         return self._last
 
     def begin_step(self) -> None:
@@ -93,6 +118,7 @@ class Screen:
             now = self._env.observe()
         else:
             now = self.timer.run("capture", self._env.observe)
+        now = rgb(now, self._env)
         if not self._changed(self._last, now):
             return False  # the cached frame stays (the state's merge is reused)
         self._last = now
@@ -121,6 +147,7 @@ class Screen:
             for part, seconds in (info.get("timing") or {}).items():
                 self.timer.split("act", part, float(seconds))
         self._done = bool(terminated or truncated)
+        obs = rgb(obs, self._env)
         self._last = obs
         if before is not None and self._changed(before, obs):
             self._reaction = (before, action)
@@ -143,5 +170,5 @@ class Screen:
         return visual_change(before, after, self._threshold) > self._change_floor
 
     def refresh(self) -> np.ndarray:
-        self._last = self._env.observe()
+        self._last = rgb(self._env.observe(), self._env)
         return self._last

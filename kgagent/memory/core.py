@@ -156,7 +156,7 @@ class MemoryCore:
         if unbound:
             raise QueryError(
                 f"the query uses parameter(s) {', '.join('$' + p for p in unbound)}; "
-                f"bind them with --param {unbound[0]}=..."
+                f"bind them in params ({{{unbound[0]!r}: ...}})"
             )
         db = self._db
         if db is None:

@@ -355,3 +355,27 @@ def test_a_runner_refuses_an_unknown_env_or_step_count_before_making_a_memory(
     with pytest.raises(ConfigError, match="steps must be a whole number >= 0, not '5'"):
         _runner(cfg, tmp_path / "n", ToyEnv()).run("5")  # type: ignore[arg-type]
     assert _runner(cfg, tmp_path / "n", ToyEnv()).run(np.int64(2)).steps == 2
+
+
+class GreyEnv(ToyEnv):
+    """An environment of one's own that gives float frames, then grey ones."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def observe(self):
+        img = super().observe()
+        return img.astype(np.float32) / 255 if self.kind == "float" else img[:, :, 0]
+
+
+@pytest.mark.parametrize(
+    "kind, what", [("float", "float32 (160, 240, 3)"), ("grey", "uint8 (160, 240)")]
+)
+def test_a_screen_that_is_no_rgb_uint8_array_is_said_in_one_line(cfg, tmp_path, kind, what) -> None:
+    with pytest.raises(EnvironmentError_) as e:
+        _runner(cfg, tmp_path / kind, GreyEnv(kind)).run(3)
+    assert str(e.value) == (
+        f"environment 'toy' gave a screen of {what}: a screen is an RGB array of uint8, "
+        "(height, width, 3)"
+    )

@@ -75,7 +75,10 @@ def test_query_errors_are_one_line(db: GraphDB) -> None:
 def test_an_unbound_parameter_is_refused_not_read_as_null(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "memory", Config()) as m:
         q = "MATCH (s:State {id: $state}) RETURN s.id AS id"
-        with pytest.raises(QueryError, match=r"uses parameter\(s\) \$state; bind them"):
+        with pytest.raises(
+            QueryError,
+            match=r"uses parameter\(s\) \$state; bind them in params \(\{'state': \.\.\.\}\)",
+        ):
             m.cypher(q)
         assert m.cypher(q, {"state": "s-none"}) == []
         # '$x' inside a string is text, not a parameter.
