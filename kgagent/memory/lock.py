@@ -42,6 +42,14 @@ class HeldLock:
             os.close(self.fd)  # closing the descriptor drops the lock
             self.fd = -1
 
+    def __del__(self) -> None:
+        # a Memory dropped without close() (a notebook's lost object): once it is collected,
+        # its engine is too, and the lock goes with them instead of staying until exit
+        try:
+            self.release()
+        except OSError:
+            pass
+
 
 def try_lock(path: Path, *, create: bool = True) -> HeldLock | None:
     """The lock on ``path``, or None when another process holds it."""
@@ -92,8 +100,7 @@ def lock_memory(directory: Path) -> HeldLock:
         if holder == f" (pid {os.getpid()})":
             raise MemoryStoreError(
                 f"the memory at {directory} is already open for writing in this process: "
-                "close() the Memory that has it (or open it with `with Memory.open(...)`); "
-                "one dropped without close() keeps its lock until the process ends"
+                "close() the Memory that has it (or open it with `with Memory.open(...)`)"
             )
         raise MemoryStoreError(
             f"the memory at {directory} is in use by another process{holder} that writes it; "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import textwrap
@@ -137,6 +138,10 @@ def test_a_memory_open_twice_in_one_process_says_so(tmp_path: Path) -> None:
     finally:
         first.close()
     Memory.open(path, Config()).close()
+    lost = Memory.open(path, Config())  # a notebook's object, dropped without close()
+    del lost
+    gc.collect()
+    Memory.open(path, Config()).close()  # its lock went with it
 
 
 def test_an_unknown_engine_names_where_it_was_set(monkeypatch: pytest.MonkeyPatch) -> None:

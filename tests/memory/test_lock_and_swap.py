@@ -153,6 +153,8 @@ def test_a_creator_finishing_between_two_looks_is_in_use_not_foreign(
     path = tmp_path / "new"
     path.mkdir()
     winner = lifecycle.lock_memory(path)
+    os.ftruncate(winner.fd, 0)  # as if another process held it (its pid in the lock file)
+    os.write(winner.fd, b"1\n")
     real = lifecycle.read_manifest
     looks = []
 
