@@ -54,8 +54,9 @@ def jsonable(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, _dt.timedelta):
         return value.total_seconds()
-    if isinstance(value, decimal.Decimal):
-        return float(value)
+    if isinstance(value, decimal.Decimal):  # a whole number stays one (an INT128 sum)
+        whole = value.is_finite() and value.as_tuple().exponent >= 0
+        return int(value) if whole else float(value)
     if isinstance(value, uuid.UUID):
         return str(value)
     item = getattr(value, "item", None)  # numpy scalars

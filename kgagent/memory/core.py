@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +172,7 @@ class MemoryCore:
                 db.begin(read_only=True)
             rows = db.stream(text, params or {}, writes=bool(v.writes), watch=watch)
             try:
-                yield rows
+                yield _whole_numbers(rows)
             finally:
                 rows.close()
             if read_tx:
@@ -217,3 +218,15 @@ class MemoryCore:
         """What the last load found inconsistent between graph and vectors (and repaired)."""
         self._load_vectors()
         return self._consistency
+
+
+def _whole_numbers(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The rows, with the engines' 128-bit integers (``sum()`` of integers, a
+    ``DECIMAL(p, 0)``) as ``int``: both give them as ``decimal.Decimal('47')``."""
+    for row in rows:
+        yield {
+            k: int(v)
+            if isinstance(v, Decimal) and v.is_finite() and v.as_tuple().exponent >= 0
+            else v
+            for k, v in row.items()
+        }

@@ -91,6 +91,21 @@ def test_named_query_with_param(mem) -> None:
     assert missing.exit_code == 1 and "needs parameter(s): state" in missing.output
 
 
+def test_a_sum_of_integers_is_a_whole_number(mem) -> None:
+    """Both engines give ``sum()`` of integers as a 128-bit integer (Python's ``Decimal``):
+    a whole number from Python and in every format, not ``2.0`` or ``Decimal('2')``."""
+    p, _ = mem
+    q = "MATCH (s:State) RETURN sum(s.visits + 1) AS n, sum(0.5) AS f"
+    with Memory.open(p, Config(), read_only=True) as m:
+        (row,) = m.cypher(q)
+    assert type(row["n"]) is int and row["f"] == 1.0
+    res = run("query", "--memory", str(p), q, "--format", "json")
+    assert json.loads(res.output) == [{"n": row["n"], "f": 1.0}]
+    assert run("query", "--memory", str(p), q, "--format", "csv").output.splitlines()[1] == (
+        f"{row['n']},1.0"
+    )
+
+
 def test_param_values_are_toml_scalars() -> None:
     assert parse_param("limit=17") == ("limit", 17)
     assert parse_param("x=0.5") == ("x", 0.5)
