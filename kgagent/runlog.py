@@ -346,7 +346,8 @@ def brain_of_header(header: dict[str, Any]) -> dict[str, Any] | None:
     kind = header.get("brain")
     if kind not in ("vlm", "offline"):
         return None
-    cfg = header.get("config", {}).get("brain", {})
+    config = header.get("config")
+    cfg = config.get("brain") if isinstance(config, dict) else None
     if kind == "offline" or not isinstance(cfg, dict):
         return {"kind": kind}
     return {"kind": kind, "model": cfg.get("model"), "endpoint": cfg.get("base_url")}

@@ -96,8 +96,9 @@ class Runner:
 
     ``env``, ``encoder``, ``segmenter``, ``brain`` and ``reader`` (a
     :class:`~kgagent.perception.reader.TextReader`) may be passed in (tests, benchmarks,
-    parts of the user's own); otherwise they are built from the config. An env passed in names the run by its ``name`` (its step log, summary and
-    ``run.env`` in the logged config). ``progress=False`` hides the tqdm bar.
+    parts of the user's own); otherwise they are built from the config. An env passed in
+    names the run by its ``name`` (its step log, summary and ``run.env`` in the logged
+    config). ``progress=False`` hides the tqdm bar.
 
     Signals: the first Ctrl-C (or SIGTERM) finishes the current step, and :meth:`run`
     returns the summary with :attr:`stop_signal` set: a script running several runs

@@ -174,6 +174,7 @@ def test_a_killed_vlm_runs_rebuilt_summary_names_its_brain() -> None:
     assert re.search(r"^role calls +-: - requests, - failed, - answered offline$", table, re.M)
     assert brain_of_header({"brain": "?"}) is None
     assert brain_of_header({"brain": "offline", "config": {}}) == {"kind": "offline"}
+    assert brain_of_header({"brain": "vlm", "config": ["edited"]}) == {"kind": "vlm"}
 
 
 def play(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
