@@ -139,6 +139,7 @@ class Runner:
         #: the last run's summary, also when it ended by raising (an abort, an error)
         self.last_summary: RunSummary | None = None
         self._steps = 0
+        self._stamp = ""  # the run's start, in its log names (run() sets it)
 
     def _build(self) -> tuple[StateEncoder, Segmenter, Brain]:
         from kgagent.brain import make_brain
@@ -154,7 +155,9 @@ class Runner:
         into the memory's runs folder, which must not exist before the memory does)."""
         from kgagent.envs.registry import make_env
 
-        env = self._env or make_env(self.cfg.run.env, self.cfg, run_dir=self.log_dir())
+        env = self._env or make_env(
+            self.cfg.run.env, self.cfg, run_dir=self.log_dir(), stamp=self._stamp
+        )
         restart = env.restarts if self.cfg.run.restart is None else self.cfg.run.restart
         limit = self.cfg.run.episode_limit
         if self._steps > limit and not restart:
@@ -171,9 +174,11 @@ class Runner:
         return base or self.memory_path / "runs"
 
     def log_file(self) -> Path:
+        """The step log's path: the run's start time (as a launched program's log has it),
+        the environment and the seed."""
         base = self.log_dir()
         base.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
+        stamp = self._stamp or time.strftime("%Y%m%d-%H%M%S")
         # an environment's name may hold a path separator (gym:ALE/Breakout-v5)
         env = re.sub(r"[^A-Za-z0-9_.:+=-]+", "_", self.cfg.run.env).strip("_") or "env"
         path = base / f"{stamp}-{env}-{self.cfg.run.seed}.jsonl"
@@ -216,6 +221,7 @@ class Runner:
         episodes = 1
         aborted = False  # a second Ctrl-C: raised again once the run is written and closed
         self.stop_signal = self.last_summary = None
+        self._stamp = time.strftime("%Y%m%d-%H%M%S")
         try:
             mem = Memory.open(self.memory_path, cfg, encoder=EncoderSpec.of(encoder))
             env = self._make_env()

@@ -53,11 +53,14 @@ def check_env(name: str) -> None:
             raise ConfigError(reason)
 
 
-def make_env(name: str, config: Config, *, run_dir: str | Path | None = None) -> Env:
+def make_env(
+    name: str, config: Config, *, run_dir: str | Path | None = None, stamp: str | None = None
+) -> Env:
     """Build the environment called ``name``, seeded with ``config.run.seed``.
 
     ``run_dir``: the run's folder; a launched program's output goes there
-    (``<stamp>-desktop-<seed>.program.log``) unless ``desktop.program_log`` names a file.
+    (``<stamp>-desktop-<seed>.program.log``, ``stamp`` the run's start as its step log has
+    it; now when not given) unless ``desktop.program_log`` names a file.
     """
     if name == "cardgame":
         from kgagent.envs.cardgame import CardGame
@@ -74,8 +77,8 @@ def make_env(name: str, config: Config, *, run_dir: str | Path | None = None) ->
         if opts.launch and not opts.program_log:
             folder = run_dir or config.run.log_dir
             if folder:
-                stamp = time.strftime("%Y%m%d-%H%M%S")
-                log = Path(folder).expanduser() / f"{stamp}-desktop-{config.run.seed}.program.log"
+                when = stamp or time.strftime("%Y%m%d-%H%M%S")
+                log = Path(folder).expanduser() / f"{when}-desktop-{config.run.seed}.program.log"
                 opts.program_log = str(log)
         return DesktopEnv(config.desktop, options=opts)
     if name.startswith(GYM_PREFIX) and len(name) > len(GYM_PREFIX):

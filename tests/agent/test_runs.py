@@ -379,3 +379,33 @@ def test_a_screen_that_is_no_rgb_uint8_array_is_said_in_one_line(cfg, tmp_path, 
         f"environment 'toy' gave a screen of {what}: a screen is an RGB array of uint8, "
         "(height, width, 3)"
     )
+
+
+def test_the_program_log_and_the_step_log_share_the_runs_start(cfg, tmp_path, monkeypatch) -> None:
+    """A launched program's log and the step log are named by one time, the run's start
+    (a desktop start-up takes seconds: they were a second or more apart)."""
+    import itertools
+
+    import kgagent.envs.registry as registry
+
+    ticks = itertools.count()
+    monkeypatch.setattr(
+        "kgagent.agent.runner.time.strftime", lambda fmt: f"20260101-00000{next(ticks)}"
+    )
+    seen = {}
+
+    def make_env(name, config, *, run_dir=None, stamp=None):
+        seen["stamp"] = stamp
+        return ToyEnv()
+
+    monkeypatch.setattr(registry, "make_env", make_env)
+    s = Runner(
+        cfg,
+        memory_path=tmp_path / "m",
+        encoder=PixelEncoder(),
+        segmenter=ToySegmenter(),
+        brain=OfflineBrain(),
+        progress=False,
+        log=lambda m: None,
+    ).run(1)
+    assert Path(s.log_path).name == f"{seen['stamp']}-cardgame-0.jsonl"
