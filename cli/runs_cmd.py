@@ -106,6 +106,11 @@ def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
     emit_record(d, fmt, table=table)
 
 
+def _number(v: Any) -> Any:
+    """A whole float as the summary table writes it (``0``, not ``0.0``)."""
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
 @runs_group.command("list")
 @click.argument("folder", type=click.Path(path_type=Path), required=False)
 @common_options()
@@ -138,8 +143,8 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
                 "ablation": d.get("ablation"),
                 "steps": d.get("steps"),
                 "stopped": d.get("stopped"),
-                "progression": d.get("progression"),
-                "score": d.get("score"),
+                "progression": _number(d.get("progression")),
+                "score": _number(d.get("score")),
                 "err": round(float(d.get("err", 0.0)), 3),
                 "cost_usd": round(float(d.get("cost_usd", 0.0)), 4),
             }

@@ -63,6 +63,7 @@ def test_runs_list_reads_a_log_dir_folder(played, tmp_path) -> None:
     assert listed.exit_code == 0, listed.output
     rows = json.loads(listed.stdout)
     assert [(r["log"], r["steps"]) for r in rows] == [(Path(s["log_path"]).name, 4)]
+    assert type(rows[0]["progression"]) is int  # a whole number as the summary writes it
     line = run("runs", "list", str(logs / Path(s["log_path"]).name))
     assert line.exit_code == 1 and "is not a folder; give a folder of step logs" in line.stderr
     memory = run("runs", "list", str(mem))  # a memory given as the folder: where its logs are
