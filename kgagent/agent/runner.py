@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import operator
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -222,6 +223,9 @@ class Runner:
         aborted = False  # a second Ctrl-C: raised again once the run is written and closed
         self.stop_signal = self.last_summary = None
         self._stamp = time.strftime("%Y%m%d-%H%M%S")
+        created = not self.memory_path.exists()
+        started = False  # the step log is open: from then on the memory is the user's record
+        unstarted = False  # it failed before: a memory it created goes (see _discard)
         try:
             mem = Memory.open(self.memory_path, cfg, encoder=EncoderSpec.of(encoder))
             env = self._make_env()
@@ -246,6 +250,7 @@ class Runner:
             in_episode = 0
             bar = _progress(n_steps, self.progress)
             with log_path.open("w") as fh, _StopFlag(self.log, brain.interrupt) as flag:
+                started = True
                 out = RunLogWriter(fh)
                 reader = str(getattr(agent.observer.reader, "identity", "?"))
                 header = self._header(encoder, brain, env.size)
@@ -324,6 +329,9 @@ class Runner:
                     summary.memory_path = str(self.memory_path)
                     out.write("summary", summary.to_dict())
                     self.last_summary = summary
+        except BaseException:
+            unstarted = created and not started
+            raise
         finally:
             try:
                 if env is not None:
@@ -331,9 +339,21 @@ class Runner:
             finally:
                 if mem is not None:
                     mem.close()
+                if unstarted:
+                    self._discard()
         if aborted:
             raise KeyboardInterrupt
         return summary
+
+    def _discard(self) -> None:
+        """The memory this run created, when the run could not start (no window, no
+        display, an environment that failed to build): it holds nothing learned, and left
+        behind it would fix the encoder of a path the user will use again. Kept when
+        anything else was written into it (a launched program's log, to read)."""
+        runs = self.memory_path / "runs"
+        if runs.is_dir() and any(runs.iterdir()):
+            return
+        shutil.rmtree(self.memory_path, ignore_errors=True)
 
     def _screen(self, env: Env) -> Screen:
         screen = Screen(

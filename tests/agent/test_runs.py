@@ -409,3 +409,36 @@ def test_the_program_log_and_the_step_log_share_the_runs_start(cfg, tmp_path, mo
         log=lambda m: None,
     ).run(1)
     assert Path(s.log_path).name == f"{seen['stamp']}-cardgame-0.jsonl"
+
+
+class NoWindowEnv(ToyEnv):
+    """A program whose window cannot be found: the run cannot start."""
+
+    def __init__(self, leaves_log: Path | None = None) -> None:
+        super().__init__()
+        self.leaves_log = leaves_log
+
+    def reset(self, seed=None):
+        if self.leaves_log is not None:  # a launched program's log, to read
+            self.leaves_log.parent.mkdir(parents=True, exist_ok=True)
+            self.leaves_log.write_text("cannot open display\n")
+        raise EnvironmentError_("no window matches 'Calculater'")
+
+
+def test_a_run_that_cannot_start_leaves_no_new_memory(cfg, tmp_path) -> None:
+    """A mistyped window, no display: the memory the run made holds nothing learned and
+    would fix its encoder; it goes. A memory that existed stays, and so does one holding
+    a launched program's log."""
+    new = tmp_path / "new"
+    with pytest.raises(EnvironmentError_, match="Calculater"):
+        _runner(cfg, new, NoWindowEnv()).run(5)
+    assert not new.exists()
+    old = tmp_path / "old"
+    _runner(cfg, old, ToyEnv()).run(2)
+    with pytest.raises(EnvironmentError_):
+        _runner(cfg, old, NoWindowEnv()).run(5)
+    assert len(list((old / "runs").glob("*.jsonl"))) == 1  # as it was
+    kept = tmp_path / "kept"
+    with pytest.raises(EnvironmentError_):
+        _runner(cfg, kept, NoWindowEnv(kept / "runs" / "x.program.log")).run(5)
+    assert (kept / "runs" / "x.program.log").read_text() == "cannot open display\n"
