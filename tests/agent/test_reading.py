@@ -32,7 +32,7 @@ from kgagent.perception.reader import NoReader, OcrReader, Reading
 from kgagent.records import label_key
 from kgagent.runlog import StepRecord
 
-from .toy import ToyEnv, ToySegmenter
+from .toy import ToyEnv, ToySegmenter, toy_runner
 
 WORDS = ["Open", "Close", "Save", "Sell", "Options", "Cancel"]
 GRID = [(120 + 300 * (i % 3), 140 + 160 * (i // 3), 170, 44) for i in range(6)]
@@ -383,20 +383,9 @@ class Names:
 def test_a_reader_of_ones_own_is_plugged_into_a_runner(tmp_path, cfg) -> None:
     """``Runner(reader=...)``: its readings label objects and name skills, and the step
     log's header says which reader read."""
-    from kgagent.agent.runner import Runner
     from kgagent.runlog import read_log
 
-    s = Runner(
-        cfg,
-        memory_path=tmp_path / "m",
-        env=ToyEnv(),
-        encoder=PixelEncoder(),
-        segmenter=ToySegmenter(),
-        brain=OfflineBrain(cfg.brain),
-        reader=Names(),
-        progress=False,
-        log=lambda m: None,
-    ).run(12)
+    s = toy_runner(cfg, tmp_path / "m", ToyEnv(), reader=Names()).run(12)
     assert read_log(s.log_path)[0]["reader"] == "names:v1"
     with Memory.open(tmp_path / "m", cfg, read_only=True) as m:
         labels = {o.label for o in m._objects.values()}

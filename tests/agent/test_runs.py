@@ -11,25 +11,14 @@ import pytest
 from PIL import Image
 
 from kgagent.agent.runner import Runner
-from kgagent.brain.offline import OfflineBrain
 from kgagent.errors import EnvironmentError_
-from kgagent.perception.encoders import PixelEncoder
 from kgagent.runlog import read_log
 
-from .toy import ToyEnv, ToySegmenter
+from .toy import ToyEnv, toy_runner
 
 
 def _runner(cfg, path: Path, env, log=lambda m: None) -> Runner:
-    return Runner(
-        cfg,
-        memory_path=path,
-        env=env,
-        encoder=PixelEncoder(),
-        segmenter=ToySegmenter(),
-        brain=OfflineBrain(),
-        progress=False,
-        log=log,
-    )
+    return toy_runner(cfg, path, env, log)
 
 
 def _run(cfg, path: Path, env, steps: int, ablation: str = "full", seed: int = 0):
@@ -399,15 +388,7 @@ def test_the_program_log_and_the_step_log_share_the_runs_start(cfg, tmp_path, mo
         return ToyEnv()
 
     monkeypatch.setattr(registry, "make_env", make_env)
-    s = Runner(
-        cfg,
-        memory_path=tmp_path / "m",
-        encoder=PixelEncoder(),
-        segmenter=ToySegmenter(),
-        brain=OfflineBrain(),
-        progress=False,
-        log=lambda m: None,
-    ).run(1)
+    s = toy_runner(cfg, tmp_path / "m").run(1)
     assert Path(s.log_path).name == f"{seen['stamp']}-cardgame-0.jsonl"
 
 

@@ -266,3 +266,21 @@ class KeysEnv(Env):
 
     def ground_truth(self) -> GroundTruth:
         return GroundTruth(progression=float(self.fired), score=float(self.fired))
+
+
+def toy_runner(cfg: Any, path: Any, env: Env | None = None, log: Any = None, **parts: Any) -> Any:
+    """A quiet ``Runner`` into ``path`` with the toy's perception (the pixel encoder, the
+    toy's segmenter) and the offline brain; ``parts`` replace or add Runner arguments."""
+    from kgagent.agent.runner import Runner
+    from kgagent.brain.offline import OfflineBrain
+    from kgagent.perception.encoders import PixelEncoder
+
+    kw: dict[str, Any] = {
+        "encoder": PixelEncoder(),
+        "segmenter": ToySegmenter(),
+        "brain": OfflineBrain(),
+        "progress": False,
+        "log": log or (lambda m: None),
+        **parts,
+    }
+    return Runner(cfg, memory_path=path, env=env, **kw)
