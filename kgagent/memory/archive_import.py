@@ -40,7 +40,13 @@ from kgagent.memory.archive_format import (
 from kgagent.memory.archive_rows import check_rows
 from kgagent.memory.archive_verify import check_compatible, extract_verified
 from kgagent.memory.engine import GraphDB, engine_name
-from kgagent.memory.files import MANIFEST, read_manifest, write_manifest
+from kgagent.memory.files import (
+    MANIFEST,
+    memory_identity,
+    merged_entries,
+    read_manifest,
+    write_manifest,
+)
 from kgagent.memory.lifecycle import BLOBS, GRAPH, VECTORS
 from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory
 from kgagent.memory.store import Memory
@@ -214,6 +220,10 @@ def _build(
             "created": manifest.get("created", now),
             "updated": now,
             "imported": {"at": now, "source_engine": meta.get("source_engine")},
+            # the same memory, moved: merging the copy where the original went adds nothing
+            # twice (docs/memory.md, "Provenance")
+            "memory_id": memory_identity(manifest),
+            "merged": merged_entries(manifest),
         },
     )
     tables: dict[str, Any] = meta["tables"]

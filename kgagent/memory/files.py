@@ -7,7 +7,9 @@ import io
 import json
 import math
 import os
+import re
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,9 @@ MAX_MANIFEST_BYTES = 1 << 20
 MAX_DIM = 1 << 16
 #: Bytes read at a time when hashing a blob.
 HASH_CHUNK = 1 << 20
+#: a memory id: what merged nodes record as their origin (uuid hex; at most 128 plain
+#: characters from a hand edit or an archive)
+_MEMORY_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_.:-]{0,127}")
 
 
 def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
@@ -109,9 +114,37 @@ def manifest_problem(data: dict[str, Any]) -> str | None:
     for key in ("created", "updated"):
         if key in data and not (_number(data[key]) and data[key] >= 0):
             return f"{key} is {data[key]!r}, not a time (seconds since 1970)"
-    if "memory_id" in data and not (isinstance(data["memory_id"], str) and data["memory_id"]):
-        return f"memory_id is {data['memory_id']!r}, not an id"
+    mid = data.get("memory_id")
+    if "memory_id" in data and not (isinstance(mid, str) and _MEMORY_ID.fullmatch(mid)):
+        return f"memory_id is {str(mid)[:80]!r}, not an id"
     return encoder_problem(data.get("encoder"))
+
+
+def memory_identity(manifest: dict[str, Any]) -> str:
+    """The manifest's memory id; for a memory from before ids, one derived from its manifest.
+
+    The derived id depends only on when the memory was created and its encoder, so
+    the same old memory (or an archive of it) is recognised again by a later merge.
+    """
+    mid = manifest.get("memory_id")
+    if mid:
+        return str(mid)
+    basis = json.dumps(
+        {"created": manifest.get("created"), "encoder": manifest.get("encoder")}, sort_keys=True
+    )
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"kgagent-memory:{basis}").hex
+
+
+def merged_entries(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The manifest's ``merged`` list (``[{memory, at}]``: the memories merged into it),
+    its entries that name a memory id."""
+    out = []
+    for m in manifest.get("merged") or []:
+        if isinstance(m, dict) and isinstance(m.get("memory"), str):
+            if _MEMORY_ID.fullmatch(m["memory"]):
+                at = m.get("at")
+                out.append({"memory": m["memory"], "at": at if _number(at) else 0.0})
+    return out
 
 
 def write_manifest(directory: Path, data: dict[str, Any]) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import tarfile
-import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,14 @@ from kgagent.config import Config
 from kgagent.errors import MemoryStoreError
 from kgagent.memory import migrations
 from kgagent.memory.engine import engine_name
-from kgagent.memory.files import MANIFEST, BlobStore, read_manifest, write_manifest
+from kgagent.memory.files import (
+    MANIFEST,
+    BlobStore,
+    memory_identity,
+    merged_entries,
+    read_manifest,
+    write_manifest,
+)
 from kgagent.memory.lifecycle import BLOBS, GRAPH
 from kgagent.memory.merge_place import DestinationGuard, MergeError, copy_memory
 from kgagent.memory.store import Memory
@@ -65,28 +71,9 @@ class Source:
     is_destination: bool = False  # the destination itself, named as a source
 
 
-def memory_identity(manifest: dict[str, Any]) -> str:
-    """The manifest's memory id; for a memory from before ids, one derived from its manifest.
-
-    The derived id depends only on when the memory was created and its encoder, so
-    the same old memory (or an archive of it) is recognised again by a later merge.
-    """
-    mid = manifest.get("memory_id")
-    if mid:
-        return str(mid)
-    basis = json.dumps(
-        {"created": manifest.get("created"), "encoder": manifest.get("encoder")}, sort_keys=True
-    )
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"kgagent-memory:{basis}").hex
-
-
 def merged_ids(manifest: dict[str, Any]) -> list[str]:
     """The memory ids a manifest says were merged into it (``merged``: [{memory, at}])."""
-    out = []
-    for m in manifest.get("merged") or []:
-        if isinstance(m, dict) and m.get("memory"):
-            out.append(str(m["memory"]))
-    return out
+    return [m["memory"] for m in merged_entries(manifest)]
 
 
 def read_source(path: Path, index: int, work: Path, dest: Path, cfg: Config, say: Any) -> Source:

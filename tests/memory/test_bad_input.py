@@ -171,6 +171,7 @@ BAD_MANIFESTS: dict[str, Callable[[dict], None]] = {
     "encoder dim a string": lambda d: d["encoder"].update(dim="16"),
     "created yesterday": lambda d: d.update(created="yesterday"),
     "engine a number": lambda d: d.update(engine=5),
+    "memory_id a path": lambda d: d.update(memory_id="../../etc/passwd"),
     "not JSON at all": None,  # type: ignore[dict-item]
 }
 

@@ -324,6 +324,27 @@ def test_archives_merge_like_directories(two, tmp_path: Path) -> None:
     assert not merge_memories([pa], tmp_path / "d2")["changed"]  # the same memory
 
 
+def test_an_imported_copy_is_the_same_memory_to_a_merge(two, tmp_path: Path) -> None:
+    """A colleague imports my archive, then merges it where my memory went already: the
+    copy keeps my memory's id (and its ``merged`` list), so nothing is counted twice."""
+    from kgagent.memory.archive import import_memory
+
+    pa, a, pb, b = two
+    merge_memories([pb], pa)  # A's manifest now lists B as merged
+    archive = tmp_path / "a.kgmem.tar.gz"
+    export_memory(pa, archive)
+    copy = tmp_path / "copy"
+    import_memory(archive, copy)
+    original, imported = read_manifest(pa), read_manifest(copy)
+    assert imported["memory_id"] == original["memory_id"]
+    assert [m["memory"] for m in imported["merged"]] == [m["memory"] for m in original["merged"]]
+    dest = tmp_path / "team"
+    merge_memories([pa], dest)
+    before = tree_hash(dest)
+    assert not merge_memories([copy], dest)["changed"]
+    assert tree_hash(dest) == before
+
+
 def test_refusals_leave_the_destination_as_it_was(two, tmp_path: Path) -> None:
     pa, a, pb, b = two
     dest = tmp_path / "ab"
