@@ -199,7 +199,10 @@ class _Ungrounded(GroundingError):
     def __init__(
         self, result: GroundResult, name: str, threshold: float, text: TextGround | None = None
     ) -> None:
-        why = f"best match {result.score:.2f} < {threshold:.2f}"
+        if result.score >= threshold:  # the crop matched where the screen reads another label
+            why = f"its best match ({result.score:.2f}) shows another control's text"
+        else:
+            why = f"best match {result.score:.2f} < {threshold:.2f}"
         if text is not None:
             why += f"; its text {text.text!r} is not on screen"
         super().__init__(f"{name} not found on screen ({why})")

@@ -207,6 +207,11 @@ def test_a_crop_matched_on_a_button_with_another_text_is_no_match(cfg, mem, read
     assert not obs.contradicts(close.id, b, GRID[4])
     action, _ = to_action(Operation("click", object_id=close.id), b, obs, cfg)
     assert inside((action.x, action.y), GRID[4])
+    gone = panel([("Save", GRID[0])])  # "Close" is gone: its crop matches "Save" alone
+    with pytest.raises(GroundingError) as e:
+        to_action(Operation("click", object_id=close.id), gone, obs, cfg)
+    assert "shows another control's text; its text 'Close' is not on screen" in str(e.value)
+    assert " < " not in str(e.value)  # not "best match 0.93 < 0.80"
 
 
 def test_execution_never_clicks_an_absent_label(cfg, mem, reader):
