@@ -25,7 +25,7 @@ from typing import Any
 from kgagent.config import Config
 from kgagent.errors import ConfigError
 from kgagent.view.logs import RunLogs
-from kgagent.view.source import MemorySource, is_blob_id
+from kgagent.view.source import MemorySource, is_blob_id, passing
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -55,7 +55,9 @@ def create_app(memory: str | Path, config: Config | None = None, *, refresh_s: f
             f"no kgagent memory at {path}; run `kgagent play --memory {path}` to create one"
         )
     ctx = ViewContext(MemorySource(path, config, refresh_s=refresh_s), RunLogs(path))
-    ctx.source.snapshot()  # the first read loads the engines (seconds): before any page asks
+    first = ctx.source.snapshot()  # the first read loads the engines (seconds): before any page
+    if first.error and not passing(first.error):  # pages would show nothing, for ever
+        raise ConfigError(f"cannot read the memory at {path}: {first.error}")
     cyto.load_extra_layouts()
     app = dash.Dash(
         __name__,

@@ -253,7 +253,7 @@ def stylesheet(labels: bool, theta_simi: float = 0.8) -> list[dict[str, Any]]:
                 "height": 48,
                 "background-color": "#e9ecef",
                 "background-image": "data(thumb)",
-                "background-fit": "cover",
+                "background-fit": "contain",  # the whole screen: a tall window is not cut
                 "background-image-crossorigin": "null",
                 "border-width": 1.5,
                 "border-color": "#343a40",

@@ -61,6 +61,13 @@ class Snapshot:
         return cls((), 0.0, {}, {}, [], [], {}, {}, {}, 0.0, error)
 
 
+def passing(error: str) -> bool:
+    """Whether a read failed for a while only: a writer holds the memory (Kùzu's lock, a
+    checkpoint's recovery). Other failures (another engine's memory, a newer schema) stay."""
+    text = error.lower()
+    return "recovery" in text or "lock" in text or "in use" in text
+
+
 def is_blob_id(value: str) -> bool:
     """A blob id is a lowercase hex sha256; nothing else names a file the view serves."""
     return (
@@ -110,8 +117,7 @@ class MemorySource:
                     return fn(mem)
             except MemoryStoreError as e:
                 last = e
-                text = str(e).lower()
-                if "recovery" not in text and "lock" not in text and "in use" not in text:
+                if not passing(str(e)):
                     raise
                 time.sleep(_RETRY_S * (attempt + 1))
         assert last is not None

@@ -322,3 +322,31 @@ def test_a_hand_made_callback_value_updates_nothing() -> None:
     for bad in ("../../etc", "abc", [1], {"id": 1}, float("inf")):
         with pytest.raises(PreventUpdate):
             request_value(int, bad, 1)
+
+
+def test_state_thumbnails_are_shown_whole() -> None:
+    """A tall window's thumbnail in a wide node: "cover" cut it to its middle rows (the
+    display of a calculator, which tells its states apart, was cut off)."""
+    from kgagent.view.graphview import stylesheet
+
+    (node,) = [s for s in stylesheet(labels=True) if s["selector"] == "node"]
+    assert node["style"]["background-fit"] == "contain"
+
+
+def test_the_view_refuses_a_memory_of_the_other_engine(played: Path) -> None:
+    """Every page would say "0 states" for ever: one line at start, naming what to set."""
+    import os
+    import subprocess
+    import sys
+
+    other = "kuzu" if (os.environ.get("KGAGENT_ENGINE") or "ladybug") != "kuzu" else "ladybug"
+    p = subprocess.run(
+        [sys.executable, "-m", "kgagent.cli.main", "view", "--memory", str(played)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "KGAGENT_ENGINE": other},
+    )
+    assert p.returncode == 1, p.stderr
+    (line,) = [x for x in p.stderr.splitlines() if x.startswith("error:")]
+    assert line.startswith("error: cannot read the memory at ") and f"not {other}" in line
