@@ -26,6 +26,7 @@ def runs_group() -> None:
 
 
 def _summary_of(path: Path) -> dict[str, Any]:
+    from kgagent.rounds import RUNNING, running_log
     from kgagent.runlog import brain_of_header, executions_by_path, read_log, summarise
 
     if not path.exists():
@@ -39,14 +40,17 @@ def _summary_of(path: Path) -> dict[str, Any]:
         return d
     h = header or {}
     truth = steps[-1].get("truth", {}) if steps else {}
+    # no summary line: a run going on now (its memory's newest log, the writer's lock held)
+    live = running_log(path.parent.parent) if path.parent.name == "runs" else None
+    going_on = live is not None and live.resolve() == path.resolve()
     rebuilt = summarise(
         steps,
         env=h.get("env", "?"),
         seed=int(h.get("seed", 0)),
         ablation=h.get("ablation", "?"),
-        stats=None,  # the graph is counted in the summary line this run never wrote
+        stats=None,  # the graph is counted in the summary line this run has not written
         truth=truth,
-        stopped="incomplete",
+        stopped=RUNNING if going_on else "incomplete",
         duration_s=float(sum(s.get("duration_s", 0.0) for s in steps)),
         brain=brain_of_header(h),
     )
@@ -88,9 +92,11 @@ def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
     from kgagent.runlog import RunSummary
 
     if log is None:
-        from kgagent.rounds import TABLE2, format_rounds, require_logs, rounds_rows
+        from kgagent.rounds import TABLE2, format_rounds, mark_running, require_logs, rounds_rows
 
-        rounds = _rounds(require_logs(memory))
+        logs = require_logs(memory)
+        rounds = _rounds(logs)
+        mark_running(rounds, memory, logs)
         if fmt == "table":
             click.echo(format_rounds(rounds))
         else:

@@ -142,6 +142,31 @@ def memory_logs(memory: str | Path) -> list[Path]:
     return log_order(folder.glob("*.jsonl")) if folder.is_dir() else []
 
 
+#: what ``stopped`` says of a run going on now (a log without its summary line yet)
+RUNNING = "running"
+
+
+def running_log(memory: str | Path, logs: Sequence[Path] | None = None) -> Path | None:
+    """The step log of a run going on now in ``memory``: the newest log, while a process
+    holds the memory's writer lock; None otherwise. (A log without its summary line is a
+    running run's, or a killed one's: the lock goes with the killed process.)"""
+    from kgagent.memory.lock import writer_holder
+
+    paths = memory_logs(memory) if logs is None else list(logs)
+    if not paths or writer_holder(Path(memory)) is None:
+        return None
+    return paths[-1]
+
+
+def mark_running(rounds: list[Round], memory: str | Path, logs: Sequence[Path]) -> None:
+    """The last round without a summary line says ``running`` while its run goes on,
+    ``incomplete`` once it does not (a killed run)."""
+    if rounds and not rounds[-1].complete:
+        live = running_log(memory, logs)
+        going_on = live is not None and live.name == rounds[-1].log
+        rounds[-1].stopped = RUNNING if going_on else "incomplete"
+
+
 def compute_rounds(
     logs: Sequence[str | Path], on_bad: Callable[[ConfigError], None] | None = None
 ) -> list[Round]:
@@ -267,7 +292,12 @@ def format_rounds(rounds: Sequence[Round], columns: Sequence[str] = TABLE2) -> s
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in body]
     notes = [
-        f"round {r.round} ({r.log}): no summary line; totals unknown"
+        f"round {r.round} ({r.log}): "
+        + (
+            "running; totals when it ends"
+            if r.stopped == RUNNING
+            else "no summary line; totals unknown"
+        )
         for r in rounds
         if not r.complete
     ]

@@ -14,8 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from kgagent.errors import KGAgentError
-from kgagent.memory.lock import writer_holder
-from kgagent.rounds import Round, library_before, memory_logs, rounds_of, step_series
+from kgagent.rounds import (
+    Round,
+    library_before,
+    mark_running,
+    memory_logs,
+    rounds_of,
+    running_log,
+    step_series,
+)
 
 
 @dataclass
@@ -90,12 +97,7 @@ class RunLogs:
         """Whether ``log`` belongs to a run going on now: it has no summary line, it is
         the newest log, and a process holds the memory's writer lock. A run killed before
         its summary leaves a log like a live one's; the lock goes with its process."""
-        if not log.unfinished:
-            return False
-        paths = self.paths()
-        if not paths or paths[-1] != log.path:
-            return False
-        return writer_holder(self.memory) is not None
+        return log.unfinished and running_log(self.memory, self.paths()) == log.path
 
     def all(self) -> list[Log]:
         return [self._parse(i, p) for i, p in enumerate(self.paths())]
@@ -127,12 +129,14 @@ class RunLogs:
         paths = self.paths()
         sig = tuple((p.name, *_stat(p)) for p in paths)
         if self._rounds is not None and self._rounds[0] == sig:
+            mark_running(self._rounds[1], self.memory, paths)
             return self._rounds[1]
         parsed = [self._parse(i, p) for i, p in enumerate(paths)]
         rounds = rounds_of(
             [(g.path, g.header, g.steps, g.summary) for g in parsed if g.error is None]
         )
         self._rounds = (sig, rounds)
+        mark_running(rounds, self.memory, paths)  # the lock, not the files, says it ended
         return rounds
 
     def series(self, log: Log) -> dict[str, list[float]]:

@@ -114,3 +114,30 @@ def test_the_table_names_episodes_and_has_no_err_without_executions() -> None:
     assert "- (no executions)" in table and "0/0" not in table
     s.episodes = 3
     assert "(steps) in 3 episodes" in s.format_table()
+
+
+def test_a_run_going_on_says_running_not_incomplete(played, tmp_path) -> None:
+    """The newest log without its summary line, while a process holds the memory's lock,
+    is a run going on (the view says so too); once the lock is gone it is a killed one."""
+    import shutil
+
+    from kgagent.memory.lock import lock_memory
+
+    mem, s = played
+    copy = tmp_path / "mem"
+    shutil.copytree(mem, copy)
+    lines = Path(s["log_path"]).read_text().splitlines()
+    going = copy / "runs" / "29991231-235959-cardgame-0.jsonl"
+    going.write_text("\n".join(lines[:-1]) + "\n")  # no summary line yet
+    held = lock_memory(copy)  # as `kgagent play` holds it
+    try:
+        rows = json.loads(run("runs", "list", "--memory", str(copy), "--format", "json").stdout)
+        assert [r["stopped"] for r in rows][-1] == "running"
+        shown = json.loads(run("runs", "show", str(going), "--format", "json").stdout)[0]
+        assert shown["stopped"] == "running"
+        rounds = run("runs", "show", "--memory", str(copy))
+        assert "running; totals when it ends" in rounds.stdout
+    finally:
+        held.release()
+    rows = json.loads(run("runs", "list", "--memory", str(copy), "--format", "json").stdout)
+    assert [r["stopped"] for r in rows][-1] == "incomplete"
