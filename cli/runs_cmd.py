@@ -15,6 +15,7 @@ import click
 
 from kgagent.config import Config
 from kgagent.errors import ConfigError
+from kgagent.rounds import NO_LOGS_WHY
 
 from .common import common_options
 from .output import emit, emit_record
@@ -129,13 +130,9 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
             raise ConfigError(f"{folder} {what}; give a folder of step logs (play's --log-dir)")
     elif not memory.exists():
         raise ConfigError(f"no memory at {memory}; run `kgagent play --memory {memory}` first")
-    elif not (memory / "runs").is_dir():
-        raise ConfigError(
-            f"no runs folder at {memory / 'runs'}; run `kgagent play --memory {memory}` first"
-        )
     folder = folder if folder is not None else memory / "runs"
     rows = []
-    for p in sorted(folder.glob("*.jsonl")):
+    for p in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         try:
             d = _summary_of(p)
         except ConfigError as e:
@@ -159,6 +156,8 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
         hint = ""
         if (folder / "runs").is_dir():
             hint = f" (a memory? its step logs: kgagent runs list --memory {folder})"
+        elif folder.name == "runs" and (folder.parent / "manifest.json").is_file():
+            hint = f" ({NO_LOGS_WHY})"
         click.echo(f"no step logs in {folder}{hint}")
         return
     emit(rows, fmt)

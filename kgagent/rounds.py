@@ -382,11 +382,16 @@ def library_before(rounds: Sequence[Round], index: int) -> int:
     return library_before(rounds, index - 1) + prev.skills_augmented - prev.skills_pruned
 
 
+#: why a memory with experience can have no step logs
+NO_LOGS_WHY = "an imported or merged memory has none: step logs stay where the runs were"
+
+
 def require_logs(memory: str | Path) -> list[Path]:
     """The memory's step logs, or a one-line error saying how to make some."""
     logs = memory_logs(memory)
     if not logs:
         raise ConfigError(
-            f"no step logs in {Path(memory) / 'runs'}; run `kgagent play --memory {memory}` first"
+            f"no step logs in {Path(memory) / 'runs'}; run `kgagent play --memory {memory}` "
+            f"first ({NO_LOGS_WHY})"
         )
     return logs

@@ -141,3 +141,19 @@ def test_a_run_going_on_says_running_not_incomplete(played, tmp_path) -> None:
         held.release()
     rows = json.loads(run("runs", "list", "--memory", str(copy), "--format", "json").stdout)
     assert [r["stopped"] for r in rows][-1] == "incomplete"
+
+
+def test_runs_list_of_a_memory_without_step_logs_says_why(played, tmp_path) -> None:
+    """An imported or merged memory has experience and no step logs (archives carry none)."""
+    import shutil
+
+    mem, _ = played
+    copy = tmp_path / "imported"
+    shutil.copytree(mem, copy, ignore=shutil.ignore_patterns("runs"))
+    res = run("runs", "list", "--memory", str(copy))
+    assert res.exit_code == 0, res.output
+    assert res.stdout.strip() == (
+        f"no step logs in {copy / 'runs'} (an imported or merged memory has none: step logs "
+        "stay where the runs were)"
+    )
+    assert json.loads(run("runs", "list", "--memory", str(copy), "--format", "json").stdout) == []
