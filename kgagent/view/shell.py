@@ -145,10 +145,10 @@ def register(app: Any, ctx: Any) -> None:
         ]
         if newest is not None and newest.steps and ctx.logs.live(newest):
             out.append(html.Span("● run in progress", style={"color": "#D55E00"}))
+        older = "showing an older one" if snap.signature else "nothing read yet"
         banner = (
             html.Div(
-                f"The latest read of the memory failed; showing an older one: {snap.error}",
-                className="banner",
+                f"The latest read of the memory failed; {older}: {snap.error}", className="banner"
             )
             if snap.error
             else None

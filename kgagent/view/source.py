@@ -106,12 +106,15 @@ class MemorySource:
                 sig.append((name, 0, 0))
         return tuple(sig)
 
-    def read(self, fn: Callable[[Any], T]) -> T:
-        """Open the memory read-only, call ``fn(memory)``, close it; retry a writer's checkpoint."""
+    def read(self, fn: Callable[[Any], T], *, tries: int = _RETRIES) -> T:
+        """Open the memory read-only, call ``fn(memory)``, close it; try again ``tries``
+        times in all while a writer holds it for a moment (a checkpoint)."""
         from kgagent.memory import Memory
 
         last: Exception | None = None
-        for attempt in range(_RETRIES):
+        for attempt in range(max(tries, 1)):
+            if attempt:
+                time.sleep(_RETRY_S * attempt)
             try:
                 with self._lock, Memory.open(self.path, self.config, read_only=True) as mem:
                     return fn(mem)
@@ -119,7 +122,6 @@ class MemorySource:
                 last = e
                 if not passing(str(e)):
                     raise
-                time.sleep(_RETRY_S * (attempt + 1))
         assert last is not None
         raise last
 
@@ -137,12 +139,15 @@ class MemorySource:
         sig = self.signature()
         t0 = time.monotonic()
         try:
-            fresh = self.read(_take)
+            # with a snapshot to show, one try: a memory a writer holds for the whole run
+            # (Kùzu) must not cost every page callback the retries' waits
+            fresh = self.read(_take, tries=1 if snap is not None else _RETRIES)
         except KGAgentError as e:
-            if snap is None:
-                return Snapshot.empty(str(e))
-            snap.error = str(e)
-            return snap
+            stale = snap if snap is not None else Snapshot.empty()
+            stale.error = str(e)
+            stale.taken = time.monotonic()  # asked again after refresh_s, not at once
+            self._snap = stale
+            return stale
         fresh.signature, fresh.taken = sig, time.monotonic()
         self._read_s = fresh.taken - t0
         self._snap = fresh

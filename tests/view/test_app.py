@@ -350,3 +350,37 @@ def test_the_view_refuses_a_memory_of_the_other_engine(played: Path) -> None:
     assert p.returncode == 1, p.stderr
     (line,) = [x for x in p.stderr.splitlines() if x.startswith("error:")]
     assert line.startswith("error: cannot read the memory at ") and f"not {other}" in line
+
+
+def test_a_memory_held_by_a_writer_costs_one_quick_try_per_refresh(
+    played: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """Kùzu lets no reader in while `kgagent play` writes: each page callback asked again,
+    with the retries' waits (1.5 s), and the live page never caught up. Now one try, then
+    the older snapshot until the refresh."""
+    import os
+    import shutil
+    import time
+
+    from kgagent.errors import MemoryStoreError
+
+    mem = tmp_path / "copy"
+    shutil.copytree(played, mem)
+    src = MemorySource(mem, refresh_s=0.5, read_share=0.0)
+    first = src.snapshot()
+    tries = []
+
+    def held(*a, **k):
+        tries.append(1)
+        raise MemoryStoreError("the memory is in use by another process (could not set lock)")
+
+    monkeypatch.setattr(Memory, "open", held)
+    os.utime(mem / "manifest.json")  # a write by the agent: the signature changes
+    time.sleep(0.6)
+    t = time.monotonic()
+    snap = src.snapshot()
+    assert time.monotonic() - t < 0.1 and len(tries) == 1
+    assert snap.error and snap.states == first.states  # the older snapshot, said to be
+    for _ in range(5):
+        src.snapshot()
+    assert len(tries) == 1  # not asked again before the refresh
