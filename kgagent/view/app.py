@@ -210,9 +210,11 @@ def frame_source(ctx: ViewContext, log: Any, rec: dict[str, Any]) -> FramePlan:
         )
         caption = f"thumbnail of state {last} kept in the memory (the run was not recorded)"
         return FramePlan("thumbnail", caption + which(-1) + note, -1, last)
-    return FramePlan(
-        "none", "no picture: the run was not recorded and the state has no thumbnail", -1, last
-    )
+    if snap.error and last not in snap.states:  # Kùzu: no reader beside the running agent
+        why = "the memory cannot be read while the run holds it (record it: play --record DIR)"
+    else:
+        why = "the run was not recorded and the state has no thumbnail"
+    return FramePlan("none", f"no picture: {why}", -1, last)
 
 
 def _frame(ctx: ViewContext, log: Any, rec: dict[str, Any], frames: Any) -> bytes:
