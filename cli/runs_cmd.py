@@ -38,6 +38,8 @@ def _summary_of(path: Path) -> dict[str, Any]:
     if summary is not None:
         d = {k: v for k, v in summary.items() if k != "type"}
         d.setdefault("executions_by_path", executions_by_path(steps))  # logs without it
+        if d.get("target") is None and isinstance((header or {}).get("target"), str):
+            d["target"] = header["target"]  # summaries written before they kept it
         return d
     h = header or {}
     truth = steps[-1].get("truth", {}) if steps else {}
@@ -56,6 +58,7 @@ def _summary_of(path: Path) -> dict[str, Any]:
         brain=brain_of_header(h),
     )
     rebuilt.log_path = str(path)
+    rebuilt.target = h.get("target") if isinstance(h.get("target"), str) else None
     return rebuilt.to_dict()
 
 

@@ -176,6 +176,8 @@ class RunSummary:
     brain_offline_calls: int | None = None  # answered offline: failed, paused, known, stopping
     #: some tokens were estimated (replies without usage), so the cost is an estimate too
     cost_estimated: bool = False
+    #: what a desktop run acted on (the bound window, or the region), as its header says
+    target: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -184,6 +186,7 @@ class RunSummary:
         """A two-column table for people (the CLI prints it at the end of a run)."""
         rows = [
             ("environment", f"{self.env} (seed {self.seed}, {self.ablation})"),
+            *([("target", self.target)] if self.target else []),
             ("steps", f"{self.steps} ({self.stopped})" + _episodes(self.episodes)),
             ("progression", f"{self.progression:g}"),
             ("score", f"{self.score:g}"),
@@ -208,14 +211,18 @@ class RunSummary:
             ("clusters", _known(self.clusters)),
             ("duration", f"{self.duration_s:.1f} s"),
         ]
+
+        def at(name: str) -> int:
+            return next(i for i, r in enumerate(rows) if r[0] == name)
+
         if self.late_changes:
             late = f"{self.late_changes} changes came after an action had settled"
-            rows.insert(7, ("late changes", late))
+            rows.insert(at("actions") + 1, ("late changes", late))
         if self.error:
-            rows.insert(2, ("error", self.error))
+            rows.insert(at("steps") + 1, ("error", self.error))
         if self.brain is not None:
-            at = rows.index(next(r for r in rows if r[0] == "tokens"))
-            rows[at:at] = self._brain_rows()
+            i = at("tokens")
+            rows[i:i] = self._brain_rows()
         if self.log_path:
             rows.append(("step log", self.log_path))
         width = max(len(k) for k, _ in rows)

@@ -327,6 +327,7 @@ class Runner:
                     summary.error = error
                     summary.log_path = str(log_path)
                     summary.memory_path = str(self.memory_path)
+                    summary.target = target
                     out.write("summary", summary.to_dict())
                     self.last_summary = summary
         except BaseException:

@@ -273,10 +273,13 @@ class NamedTargetEnv(ToyEnv):
 def test_a_run_says_what_it_acts_on_first_and_keeps_it_in_its_header(cfg, tmp_path) -> None:
     lines: list[str] = []
     mem = tmp_path / "mem"
-    _runner(cfg, mem, NamedTargetEnv(), log=lines.append).run(2)
+    s = _runner(cfg, mem, NamedTargetEnv(), log=lines.append).run(2)
     assert lines[0] == "toy: acting on window 'toy' (id 0x1, pid 7) 200x150+10+20"
     (log,) = (mem / "runs").glob("*.jsonl")
     assert read_log(log)[0]["target"] == "window 'toy' (id 0x1, pid 7) 200x150+10+20"
+    assert s.target == read_log(log)[2]["target"] == read_log(log)[0]["target"]
+    table = s.format_table().splitlines()  # the summary says it too, under the environment
+    assert table[1].split(None, 1) == ["target", "window 'toy' (id 0x1, pid 7) 200x150+10+20"]
     _runner(cfg, tmp_path / "other", ToyEnv()).run(1)  # an env that does not say: no line
     (plain,) = (tmp_path / "other" / "runs").glob("*.jsonl")
     assert read_log(plain)[0]["target"] is None
