@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import itertools
 import json
+import shutil
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -59,6 +60,10 @@ def parse_param(item: str) -> tuple[str, Any]:
     if isinstance(value, (bool, int, float, str, list)):
         return key, value
     return key, raw  # dates, tables: keep the text
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def list_rows() -> list[dict[str, Any]]:
@@ -153,7 +158,16 @@ def query_cmd(
       echo "MATCH (k:Skill) RETURN count(*)" | kgagent query --format json
     """
     if list_:
-        emit(list_rows(), fmt)
+        rows = list_rows()
+        if fmt == "table":  # a line a terminal can hold; json/csv keep the whole text
+            width = shutil.get_terminal_size((120, 24)).columns
+            names = max((len(r["name"]) for r in rows), default=4)
+            room = max(width - names - 24 - 6 - 10, 24)  # params 24, writes 6, gaps and margin
+            for r in rows:
+                r.pop("file")
+                r["params"] = _cut(r["params"], 24)
+                r["description"] = _cut(" ".join(str(r["description"]).split()), room)
+        emit(rows, fmt)
         return
     sources = sum(x is not None for x in (text, query_file, name))
     if sources > 1:

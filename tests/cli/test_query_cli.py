@@ -46,7 +46,8 @@ def run(*args: str, input: str | None = None):
     return res
 
 
-def test_list_shows_named_queries_with_params() -> None:
+def test_list_shows_named_queries_with_params(monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "120")
     res = run("query", "--list", "--format", "json")
     assert res.exit_code == 0
     rows = {r["name"]: r for r in json.loads(res.output)}
@@ -55,6 +56,7 @@ def test_list_shows_named_queries_with_params() -> None:
     assert "Eq. 3" in rows["hq_candidates"]["description"]
     table = run("query", "--list").output.splitlines()
     assert table[0].split()[:2] == ["name", "params"]
+    assert max(len(line) for line in table) <= 120  # the terminal's width
     assert any(line.split()[0] == "hq_candidates" for line in table[2:-1])
 
 
