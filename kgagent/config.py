@@ -219,6 +219,10 @@ class Config:
         return cfg
 
 
+for _section in fields(Config):  # each section knows its name, for its refusals (Section)
+    _section.default_factory.SECTION = _section.name  # type: ignore[misc,union-attr]
+
+
 def read_config_text(path: Path) -> str:
     """The text of a config file, or one clear :class:`ConfigError`."""
     try:

@@ -13,6 +13,23 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TORCH_DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:[0-9]+)?")
 
 
+#: the papers' ablations (Table 3) and the random agent: what ``run.ablation`` takes
+ABLATIONS = (
+    "full",
+    "no_similarity",
+    "no_novelty",
+    "no_state_reward",
+    "no_vlm_rewards",
+    "no_graph",
+    "random",
+)
+
+
+def positive_size(region: Any) -> bool:
+    """A region (x, y, w, h) of positive size, or none."""
+    return region is None or (region[2] > 0 and region[3] > 0)
+
+
 def http_url(url: Any) -> bool:
     """An ``http://`` or ``https://`` URL with a host (brain.base_url: the SDK cannot send
     anything else)."""

@@ -40,7 +40,7 @@ class Section:
     (``cfg.memory.thetamerge = 0.5``); TOML and ``--set`` refuse those already."""
 
     __slots__ = ()
-    #: the section's name in TOML and ``--set`` (``memory``)
+    #: the section's name in TOML and ``--set`` (``memory``), set by kgagent.config from its fields
     SECTION = ""
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -9,31 +9,14 @@ docs/config.md is generated from these declarations (``python -m kgagent.config_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from kgagent.config_checks import env_name, http_url, torch_device
+from kgagent.config_checks import ABLATIONS, env_name, http_url, positive_size, torch_device
 from kgagent.config_fields import Section, param
-
-ABLATIONS = (
-    "full",
-    "no_similarity",
-    "no_novelty",
-    "no_state_reward",
-    "no_vlm_rewards",
-    "no_graph",
-    "random",
-)
-
-
-def _positive_size(region: Any) -> bool:
-    return region is None or (region[2] > 0 and region[3] > 0)
 
 
 @dataclass
 class MemoryConfig(Section):
     """Where experience lives and how states are merged (the SA-KG)."""
-
-    SECTION = "memory"
 
     path: str | None = param(
         None, "ours", "none: the user's data directory, one memory that every run adds to"
@@ -95,8 +78,6 @@ class MemoryConfig(Section):
 @dataclass
 class PerceptionConfig(Section):
     """Screens to features and objects."""
-
-    SECTION = "perception"
 
     encoder: str = param(
         "auto", "ours", "auto: CLIP if clip_weights is set, else pixel", "auto | clip | pixel"
@@ -200,8 +181,6 @@ class PerceptionConfig(Section):
 class InvocationConfig(Section):
     """Two-stage skill invocation (Algorithm 1, Eq. 4, 6, 7)."""
 
-    SECTION = "invocation"
-
     m_samples: int = param(5, "paper: Eq. 4, Table 4", "M, HQ skills tried per step", ">= 1")
     r_good: float = param(
         2.0, "ours", "Alg. 1 line 12's early stop: progress and consistency, not one alone"
@@ -242,8 +221,6 @@ class InvocationConfig(Section):
 @dataclass
 class AugmentConfig(Section):
     """Bottom-up skill augmentation (Algorithm 1, lines 18–25)."""
-
-    SECTION = "augment"
 
     k_max: int = param(
         3, "ours", "longest skill augmentation builds (Alg. 1 line 19's k_max)", ">= 1"
@@ -299,8 +276,6 @@ class AugmentConfig(Section):
 class RewardConfig(Section):
     """Eq. 9–11 and their ablation switches."""
 
-    SECTION = "rewards"
-
     use_progress: bool = param(True, "paper: Eq. 9", "R_progress; off in no_vlm_rewards")
     use_semantic: bool = param(True, "paper: Eq. 9", "R_semantic; off in no_vlm_rewards")
     use_state: bool = param(True, "paper: Eq. 10", "R_state; off in no_state_reward and no_graph")
@@ -341,8 +316,6 @@ class RewardConfig(Section):
 class LibraryConfig(Section):
     """Pruning, refinement and clustering cadence."""
 
-    SECTION = "library"
-
     prune_every: int = param(
         25, "ours", "steps between pruning at the library cap; 0: never", ">= 0"
     )
@@ -363,8 +336,6 @@ class LibraryConfig(Section):
 @dataclass
 class BrainConfig(Section):
     """The VLM roles: an OpenAI-compatible endpoint or the offline brain."""
-
-    SECTION = "brain"
 
     kind: str = param(
         "auto",
@@ -492,8 +463,6 @@ class BrainConfig(Section):
 class DesktopConfig(Section):
     """The real-desktop driver."""
 
-    SECTION = "desktop"
-
     window: str | None = param(
         None, "ours", "bind to the window with this title, class:NAME, title:TEXT or pid:N"
     )
@@ -502,7 +471,7 @@ class DesktopConfig(Section):
         "ours",
         "bind to this part of the screen (px)",
         "x, y, w, h with w, h > 0",
-        check=_positive_size,
+        check=positive_size,
     )
     settle_timeout_s: float = param(
         2.0, "ours", "longest wait (s) for the screen to settle after an action", ">= 0"
@@ -596,8 +565,6 @@ class DesktopConfig(Section):
 class GymConfig(Section):
     """Gymnasium environments and Crafter as pixel programs (``--env gym:ID``)."""
 
-    SECTION = "gym"
-
     size: tuple[int, int] | None = param(
         None,
         "ours",
@@ -612,8 +579,6 @@ class GymConfig(Section):
 @dataclass
 class RunConfig(Section):
     """One `kgagent play` run."""
-
-    SECTION = "run"
 
     env: str = param("cardgame", "ours", "the built-in card game needs no display and no program")
     steps: int = param(200, "ours", "a short first run; the papers' episode is 500 steps", ">= 0")
