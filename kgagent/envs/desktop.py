@@ -36,7 +36,6 @@ or changes the process's ``DISPLAY`` beyond reading it as the default display.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -48,14 +47,14 @@ from kgagent.config import DesktopConfig
 from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.desktop_options import DesktopOptions
 from kgagent.envs.keyguard import key_refusal, split_keys
-from kgagent.envs.landing import cover_refusal, region_key_refusal
-from kgagent.envs.launch import PrivateX, Program, default_program_log, private_display_wanted
+from kgagent.envs.landing import cover_refusal, focus_back, region_key_refusal
+from kgagent.envs.launch import PrivateX, Program, choose_display, default_program_log
 from kgagent.envs.points import on_screen, point_refusal
 from kgagent.envs.settle import Settler
 from kgagent.envs.xcapture import OffScreen, XCapture
 from kgagent.envs.xinput import PyAutoGUIInput
 from kgagent.envs.xwindows import Window, XWindows, owned
-from kgagent.errors import ActionRefused, ConfigError, EnvironmentError_
+from kgagent.errors import ActionRefused, EnvironmentError_
 
 Box = tuple[int, int, int, int]
 KEY_KINDS = ("key", "hotkey", "type")
@@ -77,15 +76,7 @@ class DesktopEnv(Env):
         ``options.display``) say what to launch and where."""
         self.config = config or DesktopConfig()
         self.opts = options or DesktopOptions.of(self.config)
-        if self.opts.start_failures < 1 or self.opts.launch_timeout_s <= 0:
-            raise ConfigError("need desktop start_failures >= 1 and launch_timeout_s > 0")
-        if self.opts.launch and self.config.region:
-            raise ConfigError("desktop.region and desktop.launch exclude each other")
-        if self.config.window and self.config.region:
-            raise ConfigError(
-                "desktop.window and desktop.region exclude each other: bind to a window or "
-                "to a region of the screen, not both"
-            )
+        self.opts.check(self.config)
         self.restarts = bool(self.opts.launch)
         self._settler = Settler(self.config)
         self._xserver: PrivateX | None = None
@@ -135,16 +126,9 @@ class DesktopEnv(Env):
 
     # ------------------------------------------------------------ display and target
     def _choose_display(self, display: str | None) -> str:
-        disp = display or self.opts.display
-        if private_display_wanted(disp, self.opts.launch):
-            self._xserver = PrivateX(self.opts.screen_size)
-            return self._xserver.display
-        disp = disp or os.environ.get("DISPLAY")
-        if not disp:
-            raise EnvironmentError_(
-                "no X display: DISPLAY is not set; start one (e.g. `Xvfb :99 &`) and export "
-                "DISPLAY=:99, or launch the program (desktop.launch) to get a private Xvfb"
-            )
+        disp, self._xserver = choose_display(
+            display or self.opts.display, self.opts.launch, self.opts.screen_size
+        )
         return disp
 
     def _check_region(self, region: tuple[int, int, int, int]) -> Box:
@@ -490,7 +474,9 @@ class DesktopEnv(Env):
     def close(self) -> None:
         """Give the focus back, stop the launched program and the private Xvfb; close the X
         connections."""
-        self._give_focus_back()
+        if self._x is not None:
+            focus_back(self._x, self._focus_before, self._has_target)
+        self._focus_before = 0
         if self._program is not None:
             self._program.stop()
         if self._input is not None:
@@ -505,22 +491,6 @@ class DesktopEnv(Env):
         if self._xserver is not None:
             self._xserver.stop()
             self._xserver = None
-
-    def _give_focus_back(self) -> None:
-        """The keyboard focus goes back to the window that held it when the env was made
-        (the user's terminal, say) if the run left it on the target (keys give it the
-        focus) or on no window; not if the user has given it to another window since."""
-        before, self._focus_before = self._focus_before, 0
-        if not before or self._x is None:
-            return
-        x = self._x
-        try:
-            now = x.focused()
-            if now == before or (now and not self._has_target(x.top_of(now))):
-                return
-            x.focus(before)  # a window gone meanwhile is ignored (BadWindow)
-        except Exception:  # noqa: BLE001 - the display is going away: nothing to give back
-            return
 
     def _has_target(self, top: int) -> bool:
         """Whether top-level window ``top`` is (of) the target: the bound window's, one of

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from kgagent.errors import ConfigError
+
 
 @dataclass
 class DesktopOptions:
@@ -22,6 +24,19 @@ class DesktopOptions:
     start_failures: int = 3  # the program exiting at start-up this many times in a row: error
     program_log: str | None = None  # the launched program's stdout/stderr (appended)
     allow_closing_keys: bool = False  # send alt+f4, ctrl+q, ctrl+w, ctrl+alt+..., super
+
+    def check(self, config: Any) -> None:
+        """Refuse, in one line, settings that cannot go together (for library callers;
+        the CLI refuses the options as the user typed them first)."""
+        if self.start_failures < 1 or self.launch_timeout_s <= 0:
+            raise ConfigError("need desktop start_failures >= 1 and launch_timeout_s > 0")
+        if self.launch and config.region:
+            raise ConfigError("desktop.region and desktop.launch exclude each other")
+        if config.window and config.region:
+            raise ConfigError(
+                "desktop.window and desktop.region exclude each other: bind to a window or "
+                "to a region of the screen, not both"
+            )
 
     @classmethod
     def of(cls, config: Any) -> DesktopOptions:

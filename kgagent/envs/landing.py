@@ -11,7 +11,9 @@ inside its target, so before an input it asks X where the input would go:
   the region's centre, which is given the focus; a key is refused while the focus
   cannot be put there (no window at the centre, a window manager that refuses),
   since it would reach the focused window, wherever that is (the terminal that
-  started the agent, say).
+  started the agent, say);
+* at the end of a run, the focus goes back to the window that held it when the run
+  began (:func:`focus_back`), unless the user has given it to another window since.
 
 A check and the input after it are two requests, and a window that raises itself
 between them (an always-on-top notification) would take the input. So the env makes
@@ -83,3 +85,19 @@ def region_key_refusal(x: XWindows, region: Box, action: Action) -> str | None:
         + (where.describe() if where is not None else "no window")
         + ", which holds the keyboard focus outside the region's window; nothing was executed"
     )
+
+
+def focus_back(x: XWindows, before: int, is_target: Callable[[int], bool]) -> None:
+    """Give the keyboard focus back to window ``before`` (the one that held it when the
+    run began: the user's terminal, say) if the run left it on the target (``is_target``
+    of its top-level window: keys give the target the focus) or on no window; not if the
+    user has given it to another window since. Nothing when ``before`` is 0."""
+    if not before:
+        return
+    try:
+        now = x.focused()
+        if now == before or (now and not is_target(x.top_of(now))):
+            return
+        x.focus(before)  # a window gone meanwhile is ignored (BadWindow)
+    except Exception:  # noqa: BLE001 - the display is going away: nothing to give back
+        return

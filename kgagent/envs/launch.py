@@ -306,6 +306,23 @@ def private_display_wanted(display: str | None, launch: str | None) -> bool:
     return display == "new" or (display is None and not os.environ.get("DISPLAY") and bool(launch))
 
 
+def choose_display(
+    display: str | None, launch: str | None, size: tuple[int, int]
+) -> tuple[str, PrivateX | None]:
+    """The X display a desktop run uses, and the private Xvfb started for it (None: the
+    one named, or ``$DISPLAY``); one line when there is none to use."""
+    if private_display_wanted(display, launch):
+        x = PrivateX(size)
+        return x.display, x
+    disp = display or os.environ.get("DISPLAY")
+    if not disp:
+        raise EnvironmentError_(
+            "no X display: DISPLAY is not set; start one (e.g. `Xvfb :99 &`) and export "
+            "DISPLAY=:99, or launch the program (desktop.launch) to get a private Xvfb"
+        )
+    return disp, None
+
+
 class PrivateX:
     """A private Xvfb on a free display number, stopped by :meth:`stop`."""
 
