@@ -107,8 +107,8 @@ class MemorySource:
         return tuple(sig)
 
     def read(self, fn: Callable[[Any], T], *, tries: int = _RETRIES) -> T:
-        """Open the memory read-only, call ``fn(memory)``, close it; try again ``tries``
-        times in all while a writer holds it for a moment (a checkpoint)."""
+        """Open the memory read-only, call ``fn(memory)``, close it; up to ``tries`` opens
+        in all while a writer holds the memory (a checkpoint lasts a moment)."""
         from kgagent.memory import Memory
 
         last: Exception | None = None
