@@ -147,7 +147,10 @@ class Config:
         """Every field against its type and ``allowed`` range, then the rules that join fields.
 
         The one place where a value is refused: each refusal is one line naming the
-        field, the value and what is allowed (a :class:`ConfigError`).
+        field, the value and what is allowed (a :class:`ConfigError`). A value set in code
+        in a form the field's type accepts (a ``Path`` for a string, ``np.int64(10)`` for
+        an int, a list for a tuple) is stored back in that type, so a validated config
+        writes and compares like one read from TOML.
         """
         for sf in fields(self):
             section = getattr(self, sf.name)

@@ -142,13 +142,23 @@ def leftovers_warning(dest: Path) -> str | None:
     found = leftovers(dest)
     if not found or merge_running(dest):
         return None
-    size = sum(f.stat().st_size for d in found for f in d.rglob("*") if f.is_file())
+    size = sum(_size(d) for d in found)
     return (
         f"warning: a killed merge left {len(found)} work "
         f"director{'y' if len(found) == 1 else 'ies'} ({size / 2**20:.1f} MiB) beside the "
         f"memory ({work_prefix(dest)}*): `kgagent memory check --repair` removes "
         f"{'it' if len(found) == 1 else 'them'}"
     )
+
+
+def _size(folder: Path) -> int:
+    """Bytes under ``folder``; files that go while it is walked count as nothing."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
 
 
 def remove_leftovers(dest: Path, say: Callable[[str], None]) -> None:
