@@ -140,12 +140,11 @@ def parse_gui_log(text: str) -> list[list[str]]:
 
 def _random_keys(env: Any, steps: int, seed: int, window: bool) -> None:
     """Hafner's random agent: one of Crafter's 17 actions, uniformly, per step."""
-    import numpy as np
-
     from kgagent.actions import Action
     from kgagent.envs.gym import CRAFTER_KEYS
+    from kgagent.seeding import player_rng
 
-    rng = np.random.default_rng(seed)
+    rng = player_rng(seed)  # not the world's numbers
     keys = [None, *CRAFTER_KEYS]  # None: the no-op
     for _ in range(steps):
         key = keys[int(rng.integers(len(keys)))]

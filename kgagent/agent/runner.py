@@ -39,6 +39,7 @@ from kgagent.perception.base import Segmenter, StateEncoder
 from kgagent.perception.change import idle_change, visual_change
 from kgagent.perception.reader import TextReader
 from kgagent.runlog import LOG_VERSION, RunLogWriter, RunSummary, StepRecord, summarise
+from kgagent.seeding import player_rng
 
 from .baselines import make_agent
 from .screen import Screen
@@ -240,7 +241,7 @@ class Runner:
                 encoder,
                 segmenter,
                 brain,
-                np.random.default_rng(cfg.run.seed),
+                player_rng(cfg.run.seed),
                 reader=self._reader,
             )
             target = env.describe_target() if hasattr(env, "describe_target") else None

@@ -16,13 +16,13 @@ from typing import Any
 from kgagent.config import Config
 from kgagent.errors import ConfigError
 from kgagent.runlog import LOG_VERSION, RunLogWriter, RunSummary, summarise
+from kgagent.seeding import player_rng
 
 
 def run_random_keys(cfg: Config, steps: int, log_dir: Path) -> RunSummary:
     """``steps`` uniformly random native actions of ``cfg.run.env`` (seeded by run.seed)."""
-    import numpy as np
-
     from kgagent.actions import Action
+    from kgagent.agent.screen import rgb
     from kgagent.envs.registry import make_env
 
     env: Any = make_env(cfg.run.env, cfg)
@@ -32,13 +32,14 @@ def run_random_keys(cfg: Config, steps: int, log_dir: Path) -> RunSummary:
             raise ConfigError(
                 f"random_keys needs an environment with its own action list (gym:ID), not {cfg.run.env}"
             )
+        rgb(env.observe(), env)  # a game the agent cannot see is refused here too
         names = env.action_names
         # An action the program has a key for is pressed as that key, as a player (and
         # benchmarks/crafter.py) would; only an action without one (Crafter's no-op) is
         # stepped by its index. The world can tell: Crafter draws night noise from the
         # world's own random numbers when it renders.
         keys = {name: key for key, name in env.key_map.items() if name in names}
-        rng = np.random.default_rng(cfg.run.seed)
+        rng = player_rng(cfg.run.seed)  # not the world's numbers (kgagent.seeding)
         log_dir.mkdir(parents=True, exist_ok=True)
         path = log_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-random_keys-{cfg.run.seed}.jsonl"
         records: list[dict[str, Any]] = []

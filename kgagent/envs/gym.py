@@ -33,6 +33,7 @@ import collections
 import importlib
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -42,7 +43,7 @@ import numpy as np
 from kgagent.actions import Action
 from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.keyguard import normalize
-from kgagent.errors import ActionRefused, EnvironmentError_
+from kgagent.errors import ActionRefused, EnvironmentError_, KGAgentError
 
 Keys = frozenset[str]
 
@@ -274,6 +275,11 @@ class _Gymnasium:
             raise EnvironmentError_(f"unknown Gymnasium environment {env_id!r}: {e}") from None
         except ImportError as e:  # the module of a ``module:ID`` id, or one it imports
             raise EnvironmentError_(_import_failure(env_id, e)) from None
+        except Exception as e:  # the game's own constructor
+            raise EnvironmentError_(
+                f"gym:{env_id} failed in make(): {type(e).__name__}: {e}"
+            ) from e
+        self.env_id = env_id
         space = self.env.action_space
         if not isinstance(space, gymnasium.spaces.Discrete):
             self.env.close()
@@ -309,21 +315,53 @@ class _Gymnasium:
         )
 
     def reset(self, seed: int) -> None:
-        self.env.reset(seed=seed)
+        self._call("reset", lambda: self.env.reset(seed=seed))
 
     def step(self, index: int) -> tuple[float, bool, bool, dict[str, Any]]:
-        _obs, reward, terminated, truncated, info = self.env.step(index)
+        _obs, reward, terminated, truncated, info = self._call("step", lambda: self.env.step(index))
         return float(reward), bool(terminated), bool(truncated), dict(info)
 
     def native_size(self) -> tuple[int, int]:
-        h, w = self.env.render().shape[:2]
+        h, w = self._render().shape[:2]
         return int(w), int(h)
 
     def frame(self, size: tuple[int, int]) -> np.ndarray:
-        return _nearest(np.asarray(self.env.render(), np.uint8)[..., :3], size)
+        return _nearest(self._render()[..., :3], size)
+
+    def _render(self) -> np.ndarray:
+        return _pixels(self._call("render", self.env.render), self.env_id)
+
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        """``fn()``; what the game's own code raises is one line naming the game and the
+        call (``--debug`` shows its traceback), not a traceback through Gymnasium."""
+        try:
+            return fn()
+        except KGAgentError:
+            raise
+        except Exception as e:
+            raise EnvironmentError_(
+                f"gym:{self.env_id} failed in {what}(): {type(e).__name__}: {e}"
+            ) from e
 
     def close(self) -> None:
         self.env.close()
+
+
+def _pixels(render: Any, env_id: str) -> np.ndarray:
+    """A Gymnasium rendering as ``uint8`` pixels. Integers within 0–255 are taken as they
+    are; floats are refused, since their scale (0–1 or 0–255) cannot be told apart
+    from the frame, and a cast would turn a 0–1 picture black."""
+    a = np.asarray(render)
+    if a.dtype == np.uint8:
+        return a
+    if a.dtype.kind in "iu" and a.size and 0 <= a.min() and a.max() <= 255:
+        return a.astype(np.uint8)
+    shape = tuple(a.shape)
+    raise EnvironmentError_(
+        f"gym:{env_id} rendered {a.dtype} {shape}: a screen is an RGB array of uint8, "
+        "(height, width, 3), with values 0–255 (scale a float picture in the game's "
+        "render(): (frame * 255).astype(np.uint8))"
+    )
 
 
 def _headless_sdl() -> None:
