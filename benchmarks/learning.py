@@ -5,7 +5,13 @@ offline brain, the weight-free pixel encoder and the OpenCV segmenter (so it
 runs on any machine). Then a multi-round run per game: ``--rounds`` runs of
 ``--steps`` steps that resume one memory (seed = round), as in Table 2;
 ``--series N`` plays N such series in fresh memories (series s: seed 100·s + round)
-and judges "round 3 > round 0" on the mean over series.
+and judges "round 3 > round 0" on the last round against round 0, paired by series.
+
+Every target is judged by one rule (:func:`kgagent.bench.stats.verdict`): met takes at
+least ten pairs (seeds, or series for the rounds) and the paired t test's two-sided
+p < 0.05 in the target's direction, and a ratio target the ratio of the means too;
+missed is a difference shown the other way (or a shown one short of its ratio); anything
+else is "not shown", with the reason (``not shown (n = 3 < 10)``, ``not shown (p = 0.0695)``).
 
     python benchmarks/learning.py                       # 2 games × 4 methods × 3 seeds × 300 steps
     python benchmarks/learning.py --steps 100 --seeds 1 --games cardgame --jobs 2
@@ -43,7 +49,8 @@ from typing import Any
 
 from kgagent.bench.local import spawn_pool
 from kgagent.bench.meta import machine, versions
-from kgagent.bench.stats import ratio
+from kgagent.bench.stats import paired_t, ratio
+from kgagent.bench.stats import verdict as judge
 from kgagent.bench.variants import Variant, add_arguments, parse_variants
 from kgagent.config import Config
 from kgagent.config_sections import ABLATIONS
@@ -145,8 +152,9 @@ def rounds_table(per_game: dict[str, list[list[dict]]]) -> str:
         ("err", "ERR"),
         ("cost_per_100_steps", "$/100 steps"),
         ("library_size", "library"),
-        ("skills_augmented", "augmented"),
-        ("skills_pruned", "pruned"),
+        # the memory's counts, so far in the series (`kgagent runs show` counts each round's)
+        ("skills_augmented", "augmented, all rounds"),
+        ("skills_pruned", "pruned, all rounds"),
         ("nodes", "nodes"),
         ("skill_edges", "skill edges"),
         ("similarity_edges", "sim edges"),
@@ -170,22 +178,22 @@ def round_means(series: list[list[dict]]) -> list[float]:
 
 
 def paired(a: list[float], b: list[float]) -> str:
-    """``b − a`` pair by pair: mean ± standard error, t, and how many pairs went up / down.
+    """``b − a`` pair by pair: mean ± standard error, t and p, and how many pairs went up / down.
 
     The targets compare means, which on these games move by a standard deviation of
     2–20 between seeds; the paired difference says whether a gap is more than noise.
     """
-    d = [y - x for x, y in zip(a, b)]
-    if not d:
-        return "no pairs"
-    m = statistics.fmean(d)
-    up, down = sum(x > 0 for x in d), sum(x < 0 for x in d)
-    counts = f"{up} up, {len(d) - up - down} even, {down} down"
-    if len(d) < 2:
-        return f"{m:+.2f} ({counts})"
-    se = statistics.stdev(d) / len(d) ** 0.5
-    t = f"t ≈ {m / se:.1f}" if se > 0 else "t undefined"
-    return f"{m:+.2f} ± {se:.2f} SE ({t}; {counts})"
+    return paired_t(b, a).text() if a else "no pairs"
+
+
+def target(x: list[float], y: list[float], factor: float = 1.0) -> str:
+    """The verdict on "x ≥ factor × y", x and y paired (:func:`kgagent.bench.stats.verdict`);
+    met only where the means' ratio reaches ``factor`` too."""
+    v = judge(paired_t(x, y))
+    a, b = statistics.fmean(x), statistics.fmean(y)
+    if v.word == "met" and a < factor * b:
+        return f"missed ({ratio(a, b)} < {factor:g}×; difference {v.why})"
+    return str(v)
 
 
 def verdict(
@@ -204,36 +212,29 @@ def verdict(
                 r["seed"]: r["progression"] for r in results if r["env"] == g and r["variant"] == m
             }
 
-        def mean(m: str) -> float | None:
-            v = by_seed(m)
-            return statistics.fmean(v.values()) if v else None
-
-        full, rnd, nog = mean("full"), mean("random"), mean("no_graph")
-        if full is not None and rnd is not None:
-            ok = full >= 3 * rnd if rnd > 0 else full > 0
+        for other, factor in (("random", 3.0), ("no_graph", 1.3)):
+            f, o = by_seed("full"), by_seed(other)
+            seeds = sorted(set(f) & set(o))
+            if not seeds:
+                continue
+            x, y = [f[k] for k in seeds], [o[k] for k in seeds]
             out.append(
-                f"- {g}: full {full:.2f} vs random {rnd:.2f} (target ≥ 3×): {'met' if ok else 'MISSED'}"
-            )
-        if full is not None and nog is not None:
-            ok = full >= 1.3 * nog if nog > 0 else full > 0
-            f, n = by_seed("full"), by_seed("no_graph")
-            seeds = sorted(set(f) & set(n))
-            out.append(
-                f"- {g}: full {full:.2f} vs no_graph {nog:.2f} (target ≥ 1.3×): {'met' if ok else 'MISSED'}; "
-                f"full − no_graph per seed {paired([n[k] for k in seeds], [f[k] for k in seeds])}"
+                f"- {g}: full {statistics.fmean(x):.2f} vs {other} {statistics.fmean(y):.2f} "
+                f"(target ≥ {factor:g}×): {target(x, y, factor)}; "
+                f"full − {other} per seed {paired(y, x)}"
             )
         series = per_game.get(g)
         means = round_means(series) if series else []
         if len(means) >= 2:
-            a, b = means[0], means[-1]
             per = " / ".join(f"{m:.2f}" for m in means)
             last = len(means) - 1
-            diff = paired(
-                [r[0]["progression"] for r in series], [r[last]["progression"] for r in series]
+            first, end = (
+                [r[0]["progression"] for r in series],
+                [r[last]["progression"] for r in series],
             )
             out.append(
                 f"- {g}: rounds {per} (mean of {len(series)} series); round {last} "
-                f"vs round 0 (target: better): {'met' if b > a else 'MISSED'}; per series {diff}"
+                f"vs round 0 (target: better): {target(end, first)}; per series {paired(first, end)}"
             )
         for v in variants:
             for other in dict.fromkeys(("no_graph", "random", v.method)):

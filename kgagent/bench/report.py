@@ -1,10 +1,13 @@
 """The Markdown report of a grid: the tables docs/benchmarks.md takes, generated, not typed.
 
 Per experiment and environment (and judge, when a grid has several): the grid's
-first metric per seed with mean ± sd, mean ± SE and the IQM with its bootstrap
-interval, beside ERR and the graph's size; the paired comparisons with the
-reference method; for rounds, each series' rounds and the paired change from
-round 0 to the last; then every figure's mean ± SE. The header names the command,
+first metric per seed (per series, with several) with mean ± sd, mean ± SE and the
+IQM with its bootstrap interval, beside ERR and the graph's size; the paired
+comparisons with the reference method; for rounds, each series' rounds and the
+paired change from round 0 to the last; then every figure's mean ± SE. A paired
+comparison of the first metric carries its verdict (:func:`kgagent.bench.stats.verdict`:
+"not shown" below ten pairs or inside the noise), so a table never reads as a claim
+its runs cannot carry. The header names the command,
 date, machine and package versions, which a figure in the docs must carry.
 
 Each of these is a named section (:data:`SECTIONS`, and ``header``) that
@@ -21,6 +24,7 @@ from typing import Any
 from kgagent.bench.figures import achievement_names, crafter_score
 from kgagent.bench.results import Results
 from kgagent.bench.spec import Experiment
+from kgagent.bench.stats import ALPHA, MIN_PAIRS, Paired, verdict
 
 #: Headings for figures.
 LABELS = {
@@ -44,6 +48,16 @@ LABELS = {
 }
 #: Figures shown beside the first metric in the methods table (mean over seeds).
 SIDE = ("err", "nodes", "skill_edges")
+#: Figures whose comparisons get a verdict when a grid leads with them, and which way is
+#: better; the others (graph sizes, counts) have no target to meet.
+BETTER = {
+    "progression": "higher",
+    "score": "higher",
+    "err": "higher",
+    "achievements": "higher",
+    "unlocks_per_1000": "higher",
+    "cost_per_100_steps": "lower",
+}
 
 
 @dataclass(frozen=True)
@@ -177,7 +191,7 @@ def _methods_table(res: Results, at: Where) -> list[str]:
     side = [m for m in SIDE if m in res.metrics and m != metric]
     head = [
         "method",
-        f"{LABELS.get(metric, metric)} per seed",
+        f"{LABELS.get(metric, metric)} {_per(exp)}",
         "mean ± sd",
         "mean ± SE",
         f"IQM [{res.grid.confidence:.0%} CI]",
@@ -213,19 +227,48 @@ def _paired_table(res: Results, at: Where) -> list[str]:
     if not rows:
         return []
     shown = [m for m in res.metrics[:3] if any(p["metric"] == m for p in rows)]
-    lines = [
-        "Paired by seed and series (difference ± SE, t with its two-sided p, pairs up / even / down):",
-        "",
-        _row(["comparison", *(LABELS.get(m, m) for m in shown)]),
-        _rule(1 + len(shown)),
-    ]
+    judged = _judged(res)
+    what = "difference ± SE, t with its two-sided p, pairs up / even / down"
+    head = ["comparison", *(LABELS.get(m, m) for m in shown)]
+    if judged:
+        what += f"; {_VERDICT_RULE}"
+        head.append(_verdict_head(judged))
+    lines = [f"Paired by seed and series ({what}):", "", _row(head), _rule(len(head))]
     for label in dict.fromkeys(p["comparison"] for p in rows):
-        cells = []
+        mine = [p for p in rows if p["comparison"] == label]
+        cells = [label]
         for m in shown:
-            hit = [p for p in rows if p["comparison"] == label and p["metric"] == m]
+            hit = [p for p in mine if p["metric"] == m]
             cells.append(hit[0]["text"] if hit else "-")
-        lines.append(_row([label, *cells]))
+        if judged:
+            cells.append(_verdict(judged, mine))
+        lines.append(_row(cells))
     return lines + [""]
+
+
+#: How the report's verdicts are reached (:func:`kgagent.bench.stats.verdict`).
+_VERDICT_RULE = (
+    f"verdict: met with ≥ {MIN_PAIRS} pairs and p < {ALPHA:g} in the better direction, "
+    "missed in the other, otherwise not shown"
+)
+
+
+def _judged(res: Results) -> str | None:
+    """The figure whose comparisons get a verdict: the grid's first, where it has a better way."""
+    metric = _lead(res)
+    return metric if metric in BETTER else None
+
+
+def _verdict_head(metric: str) -> str:
+    return f"verdict ({BETTER[metric]} {LABELS.get(metric, metric)})"
+
+
+def _verdict(metric: str, rows: list[dict]) -> str:
+    """The verdict on one comparison of ``metric``: ``not shown (n = 2 < 10)``; ``-`` without one."""
+    hit = [p for p in rows if p["metric"] == metric]
+    if not hit:
+        return "-"
+    return str(verdict(Paired.from_row(hit[0]), lower=BETTER[metric] == "lower"))
 
 
 def _all_figures(res: Results, at: Where) -> list[str]:
@@ -290,11 +333,15 @@ def _rounds_table(res: Results, at: Where) -> list[str]:
         return []
     last = exp.rounds - 1
     rr = " / ".join(str(r) for r in range(exp.rounds))
-    lines = [
-        f"| method | {LABELS.get(metric, metric)}, rounds {rr}, per series | mean per round "
-        f"| round {last} − round 0 |",
-        "|---|---|---|---|",
+    judged = _judged(res)
+    head = [
+        "method",
+        f"{LABELS.get(metric, metric)}, rounds {rr}, {_per(exp)}",
+        "mean per round",
+        f"round {last} − round 0",
+        *([_verdict_head(metric)] if judged else []),
     ]
+    lines = [_row(head), _rule(len(head))]
     for m in exp.methods:
         by: dict[tuple, dict[int, Any]] = {}
         for rnd in range(exp.rounds):
@@ -314,8 +361,18 @@ def _rounds_table(res: Results, at: Where) -> list[str]:
             == (exp.name, env, judge, "rounds", metric)
             and p["comparison"].startswith(f"{m}:")
         ]
-        lines.append(f"| {m} | {per} | {mean} | {hit[0]['text'] if hit else '-'} |")
-    return lines + [""] if len(lines) > 2 else []
+        cells = [m, per, mean, hit[0]["text"] if hit else "-"]
+        lines.append(_row(cells + ([_verdict(metric, hit)] if judged else [])))
+    if len(lines) == 2:
+        return []
+    return lines + ["", f"{_VERDICT_RULE.capitalize()}.", ""] if judged else lines + [""]
+
+
+def _per(exp: Experiment) -> str:
+    """What one value of a method's row is: a seed's run, a series' or a seed's series'."""
+    if exp.series < 2:
+        return "per seed"
+    return "per series" if len(exp.seeds) < 2 else "per seed and series"
 
 
 #: The sections of a place in the report, by the name a doc block gives (docs/bench.md).

@@ -11,7 +11,13 @@ swayed by one outlying seed than the mean, less wasteful than the median.
 The IQM trims ``floor(n / 4)`` runs from each end, as ``scipy.stats.trim_mean(x,
 0.25)`` and the authors' ``rliable`` do; with fewer than four runs it is the mean.
 The p-value of the t statistic comes from Student's t distribution through the
-regularised incomplete beta function (no SciPy needed).
+regularised incomplete beta function (no SciPy needed). Pairs with no spread (every
+difference the same) have no t and no p: a t of ∞ would read as certainty drawn from
+a handful of identical runs.
+
+:func:`verdict` is the one rule by which a paired difference meets a target: the
+project's rule for learning claims (at least :data:`MIN_PAIRS` pairs, the paired t
+with p < :data:`ALPHA`), so that a difference inside the noise reads "not shown".
 """
 
 from __future__ import annotations
@@ -19,9 +25,14 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
+
+#: The fewest pairs a verdict other than "not shown" takes (the project's rule: ≥ 10 seeds).
+MIN_PAIRS = 10
+#: The two-sided p-value of the paired t test below which a difference is shown.
+ALPHA = 0.05
 
 
 @dataclass
@@ -50,9 +61,9 @@ class Paired:
     n: int
     mean: float
     se: float | None
-    t: float | None  # None: fewer than 2 pairs, or no spread with a zero mean
+    t: float | None  # None: fewer than 2 pairs, or no spread (every difference the same)
     df: int
-    p: float | None  # two-sided
+    p: float | None  # two-sided; None where t is
     up: int
     even: int
     down: int
@@ -60,16 +71,31 @@ class Paired:
     def as_row(self) -> dict[str, float | int | None]:
         return asdict(self)
 
+    @classmethod
+    def from_row(cls, row: dict) -> Paired:
+        """The test back from a row of the report's paired rows (its fields; others ignored)."""
+        return cls(**{f.name: row[f.name] for f in fields(cls)})
+
     def text(self, digits: int = 2) -> str:
         """``+1.67 ± 0.83 SE (t = 2.01, p = 0.07; 7 up, 2 even, 3 down)``."""
         counts = f"{self.up} up, {self.even} even, {self.down} down"
         if self.se is None:
             return f"{self.mean:+.{digits}f} ({counts})"
-        if self.t is None:
-            return f"{self.mean:+.{digits}f} ± {self.se:.{digits}f} SE (t undefined; {counts})"
-        t = f"t = {self.t:.2f}" if math.isfinite(self.t) else "t = ∞"
-        p = f", p = {self.p:.3g}" if self.p is not None else ""
-        return f"{self.mean:+.{digits}f} ± {self.se:.{digits}f} SE ({t}{p}; {counts})"
+        diff = f"{self.mean:+.{digits}f} ± {self.se:.{digits}f} SE"
+        if self.t is None or self.p is None:
+            return f"{diff} (no spread: t undefined; {counts})"
+        return f"{diff} (t = {self.t:.2f}, p = {self.p:.3g}; {counts})"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a paired difference meets a target: ``met``, ``not shown`` or ``missed``, and why."""
+
+    word: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.word} ({self.why})"
 
 
 def mean_sd_se(values: Sequence[float]) -> tuple[float, float | None, float | None]:
@@ -154,14 +180,28 @@ def paired_t(x: Sequence[float], y: Sequence[float]) -> Paired:
         return Paired(n, m, None, None, 0, None, up, n - up - down, down)
     se = statistics.stdev(d) / math.sqrt(n)
     df = n - 1
-    if se > 0:
-        t: float | None = m / se
-        p: float | None = t_two_sided(t, df)
-    elif m != 0:
-        t, p = math.copysign(math.inf, m), 0.0
-    else:
-        t, p = None, None
+    t = m / se if se > 0 else None
+    p = t_two_sided(t, df) if t is not None else None
     return Paired(n, m, se, t, df, p, up, n - up - down, down)
+
+
+def verdict(
+    p: Paired, *, lower: bool = False, min_pairs: int = MIN_PAIRS, alpha: float = ALPHA
+) -> Verdict:
+    """Whether ``x − y`` shows the target "x above y" (``lower``: "x below y").
+
+    Met: at least ``min_pairs`` pairs and a two-sided p below ``alpha`` in the target's
+    direction; missed: the same in the other direction; otherwise not shown: too few
+    pairs, no spread to test (the t is undefined), or a difference inside the noise.
+    """
+    if p.n < min_pairs:
+        return Verdict("not shown", f"n = {p.n} < {min_pairs}")
+    if not p.se or p.t is None or p.p is None or not math.isfinite(p.t):
+        return Verdict("not shown", "no spread: t undefined")
+    if p.p >= alpha:
+        return Verdict("not shown", f"p = {p.p:.3g}")
+    word = "met" if (p.mean < 0) == lower else "missed"
+    return Verdict(word, f"p = {p.p:.3g}")
 
 
 def t_two_sided(t: float, df: int) -> float:

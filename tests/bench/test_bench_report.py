@@ -1,8 +1,12 @@
 """The report's tables: header, rule and rows have as many cells, whatever the grid's
-metrics (bench-docs blocks render the same sections), and files with no rows keep a header."""
+metrics (bench-docs blocks render the same sections), and files with no rows keep a header;
+a comparison of the first metric carries its verdict, "not shown" below ten pairs."""
 
 from __future__ import annotations
 
+import csv
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,16 +25,34 @@ seeds = [0, 1]
 """
 
 
-def _results(tmp_path: Path, metrics: list[str] | None):
+#: The researcher's g2.toml: one seed, two series of three rounds.
+SERIES_GRID = """
+name = "g2"
+envs = ["cardgame"]
+steps = 5
+rounds = 3
+series = 2
+methods = ["full"]
+seeds = [0]
+"""
+
+
+def _results(
+    tmp_path: Path,
+    metrics: list[str] | None,
+    text: str = GRID,
+    progression: Callable[..., float] = lambda cell, rnd: cell.seed + rnd,
+):
     spec = tmp_path / "grid.toml"
     extra = "" if metrics is None else f"metrics = {metrics!r}\n".replace("'", '"')
-    spec.write_text(extra + GRID)
+    spec.write_text(extra + text)
     grid = load_grid(spec)
     records = []
     for cell in grid.cells:
         runs = []
         for rnd in range(cell.rounds):
-            figures = {"progression": cell.seed + rnd, "score": 2.0 * cell.seed, "err": 0.5}
+            figures = {"progression": progression(cell, rnd), "score": 2.0 * cell.seed}
+            figures |= {"err": 0.5}
             figures |= {"nodes": 3 + rnd, "skill_edges": 1, "curve": [0.0, 1.0]}
             ids = {"experiment": cell.experiment, "env": cell.env, "method": cell.method}
             ids |= {"judge": cell.judge, "seed": cell.seed, "series": cell.series}
@@ -99,3 +121,46 @@ def test_files_without_rows_hold_their_header(tmp_path: Path) -> None:
     write_results(res, full, plots=False)
     assert (full / "stats.csv").read_text().splitlines()[0] == ",".join(STATS_COLUMNS)
     assert (full / "paired.csv").read_text().splitlines()[0] == ",".join(PAIRED_COLUMNS)
+
+
+def test_two_steady_series_show_no_spread_and_no_verdict_but_not_shown(tmp_path: Path) -> None:
+    """g2.toml's rounds: +1 in each series from round 0 to round 2, so no spread."""
+    res = _results(tmp_path, None, SERIES_GRID, lambda cell, rnd: cell.series + rnd // 2)
+    exp = res.grid.experiments[0]
+    lines = render_section(res, "rounds", Where(exp, "cardgame", "offline")).splitlines()
+    head, row, rule = lines[0], lines[2], lines[-1]
+    assert head == (
+        "| method | progression, rounds 0 / 1 / 2, per series | mean per round "
+        "| round 2 − round 0 | verdict (higher progression) |"
+    )
+    assert row == (
+        "| full | 0/0/1 · 1/1/2 | 0.50 / 0.50 / 1.50 | +1.00 ± 0.00 SE (no spread: t undefined; "
+        "2 up, 0 even, 0 down) | not shown (n = 2 < 10) |"
+    )
+    assert rule.startswith("Verdict: met with ≥ 10 pairs and p < 0.05 in the better direction")
+    methods = render_section(res, "methods", Where(exp, "cardgame", "offline", 2))
+    assert methods.startswith("| method | progression per series |")
+    write_results(res, tmp_path / "out", plots=False)
+    with (tmp_path / "out" / "paired.csv").open() as f:
+        (steady,) = [r for r in csv.DictReader(f) if r["metric"] == "progression"]
+    assert (steady["se"], steady["t"], steady["p"]) == ("0.0", "", "")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert {(p["t"], p["p"]) for p in summary["paired"] if p["metric"] == "progression"} == {
+        (None, None)
+    }
+
+
+def test_a_paired_comparison_of_two_seeds_is_not_shown(tmp_path: Path) -> None:
+    res = _results(tmp_path, None)
+    text = render_section(res, "paired", Where(res.grid.experiments[0], "cardgame", "offline"))
+    intro, _, head, _, row = text.splitlines()
+    assert intro.endswith("in the better direction, missed in the other, otherwise not shown):")
+    assert head == "| comparison | progression | score | ERR | verdict (higher progression) |"
+    assert row.startswith("| full − random |") and row.endswith("| not shown (n = 2 < 10) |")
+
+
+def test_a_first_metric_without_a_better_way_has_no_verdict(tmp_path: Path) -> None:
+    res = _results(tmp_path, ["nodes", "progression"])
+    where = Where(res.grid.experiments[0], "cardgame", "offline")
+    assert "verdict" not in render_section(res, "paired", where)
+    assert "verdict" not in render_section(res, "rounds", where).lower()

@@ -32,8 +32,9 @@ def test_paired_t_by_hand() -> None:
 def test_paired_t_edge_cases() -> None:
     even = stats.paired_t([1.0, 2.0], [1.0, 2.0])
     assert even.t is None and even.p is None and even.even == 2
-    steady = stats.paired_t([2.0, 3.0], [1.0, 2.0])  # always +1: no spread, infinite t
-    assert steady.t == math.inf and steady.p == 0.0
+    steady = stats.paired_t([2.0, 3.0], [1.0, 2.0])  # always +1: no spread, so no t and no p
+    assert steady.se == 0.0 and steady.t is None and steady.p is None
+    assert steady.text() == "+1.00 ± 0.00 SE (no spread: t undefined; 2 up, 0 even, 0 down)"
     one = stats.paired_t([5.0], [3.0])
     assert one.mean == 2.0 and one.se is None and one.t is None
     with pytest.raises(ValueError):
@@ -100,3 +101,32 @@ def test_a_ratio_of_means_is_printed_with_its_zero_cases() -> None:
     assert ratio(1.0, 0.0) == "∞"
     assert ratio(0.0, 0.0) == "—"
     assert ratio(0.0, 2.0) == "0.00×"
+
+
+def _diffs(*d: float) -> stats.Paired:
+    """The paired test of differences ``d`` (against zeros)."""
+    return stats.paired_t(list(d), [0.0] * len(d))
+
+
+@pytest.mark.parametrize(
+    ("paired", "lower", "expected"),
+    [
+        (_diffs(1.0, 1.0), False, "not shown (n = 2 < 10)"),  # the researcher's g2.toml
+        (_diffs(3.0, 1.0, 2.0), False, "not shown (n = 3 < 10)"),
+        (_diffs(*[1.0] * 12), False, "not shown (no spread: t undefined)"),
+        # the README's rounds: 12 series, t = 2.01 with 11 df
+        (_diffs(0, -2, -2, 6, 1, 2, -1, 6, 2, 3, 5, 0), False, "not shown (p = 0.0695)"),
+        (_diffs(*[1.0, 2.0] * 5), False, "met (p = 8.54e-06)"),  # t = 9, 9 df
+        (_diffs(*[1.0, 2.0] * 5), True, "missed (p = 8.54e-06)"),
+        (_diffs(*[-1.0, -2.0] * 5), True, "met (p = 8.54e-06)"),
+        (_diffs(*[-1.0, -2.0] * 5), False, "missed (p = 8.54e-06)"),
+    ],
+)
+def test_one_verdict_rule(paired: stats.Paired, lower: bool, expected: str) -> None:
+    assert str(stats.verdict(paired, lower=lower)) == expected
+
+
+def test_a_stored_infinite_t_is_no_spread_to_the_verdict() -> None:
+    """Results written before no spread had no t kept t = inf and p = 0 (summary.json)."""
+    row = {**_diffs(*[1.0] * 10).as_row(), "t": math.inf, "p": 0.0, "text": "…"}
+    assert str(stats.verdict(stats.Paired.from_row(row))) == "not shown (no spread: t undefined)"

@@ -55,11 +55,12 @@ def test_a_variant_is_paired_with_no_graph_random_and_its_method(learning: Modul
     )
     greedy = Variant("greedy", "full", ("memory.c0=0.5",))
     lines = learning.verdict(rows, {}, ["cardgame"], [greedy]).splitlines()
-    assert "full 2.00 vs random 0.00 (target ≥ 3×): met" in lines[0]
-    assert "full 2.00 vs no_graph 4.00 (target ≥ 1.3×): MISSED" in lines[1]
+    # three seeds are too few for any verdict but "not shown"
+    assert "full 2.00 vs random 0.00 (target ≥ 3×): not shown (n = 3 < 10)" in lines[0]
+    assert "full 2.00 vs no_graph 4.00 (target ≥ 1.3×): not shown (n = 3 < 10)" in lines[1]
     assert lines[2].endswith(
         "greedy 4.00 vs no_graph 4.00 (1.00×); greedy − no_graph per seed "
-        "+0.00 ± 0.58 SE (t ≈ 0.0; 1 up, 1 even, 1 down)"
+        "+0.00 ± 0.58 SE (t = 0.00, p = 1; 1 up, 1 even, 1 down)"
     )
     assert "greedy 4.00 vs random 0.00 (∞)" in lines[3]
     assert "greedy 4.00 vs full 2.00 (2.00×); greedy − full per seed +2.00 ± 0.58 SE" in lines[4]
@@ -73,8 +74,55 @@ def test_a_variant_of_a_baseline_is_paired_with_it_once(learning: ModuleType) ->
     lines = learning.verdict(rows, {}, ["cardgame"], [Variant("ng_c0", "no_graph")]).splitlines()
     assert lines == [
         "- cardgame: ng_c0 2.00 vs no_graph 1.00 (2.00×); ng_c0 − no_graph per seed "
-        "+1.00 ± 0.00 SE (t undefined; 2 up, 0 even, 0 down)"
+        "+1.00 ± 0.00 SE (no spread: t undefined; 2 up, 0 even, 0 down)"
     ]
+
+
+def _series(*progressions: float) -> list[dict]:
+    """One series of rounds: the fields of each round's result that the report reads."""
+    return [_row("full", "full", r, p) for r, p in enumerate(progressions)]
+
+
+def test_rounds_from_two_series_are_not_shown_however_steady(learning: ModuleType) -> None:
+    """The researcher's run: 2 series × 3 rounds, each +1 from round 0 to round 2."""
+    series = [_series(1.0, 1.0, 2.0), _series(0.0, 3.0, 1.0)]
+    (line,) = learning.verdict([], {"cardgame": series}, ["cardgame"]).splitlines()
+    assert line == (
+        "- cardgame: rounds 0.50 / 2.00 / 1.50 (mean of 2 series); round 2 vs round 0 "
+        "(target: better): not shown (n = 2 < 10); per series "
+        "+1.00 ± 0.00 SE (no spread: t undefined; 2 up, 0 even, 0 down)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("full", "other", "factor", "expected"),
+    [
+        # ten seeds, a shown difference and the ratio reached
+        ([3.0, 4.0] * 5, [1.0, 1.0] * 5, 1.3, "met (p = "),
+        # a difference inside the noise: 2.1× the means, and still not shown
+        ([4.0, 0.0] * 5, [0.0, 1.9] * 5, 1.3, "not shown (p = "),
+        # shown, but short of the ratio
+        ([2.0, 3.0] * 5, [2.0, 2.0] * 5, 1.3, "missed (1.25× < 1.3×; difference p = "),
+        # shown the other way
+        ([1.0, 2.0] * 5, [3.0, 3.0] * 5, 1.0, "missed (p = "),
+    ],
+)
+def test_a_target_is_met_only_when_its_paired_difference_is_shown(
+    learning: ModuleType, full: list[float], other: list[float], factor: float, expected: str
+) -> None:
+    assert learning.target(full, other, factor).startswith(expected)
+
+
+def test_the_rounds_table_says_its_skill_counts_are_the_memorys_so_far(
+    learning: ModuleType,
+) -> None:
+    rows = _series(1.0, 2.0)
+    for r, (augmented, pruned) in zip(rows, [(5, 0), (9, 1)]):
+        r |= {"library_size": augmented - pruned, "skills_augmented": augmented}
+        r |= {"skills_pruned": pruned}
+    head, _, *lines = learning.rounds_table({"cardgame": [rows]}).splitlines()
+    assert "| augmented, all rounds | pruned, all rounds |" in head
+    assert lines[1].startswith("| cardgame | 0 | 1 | 2.000 |")
 
 
 def test_the_table_has_a_row_per_method_and_variant_in_the_commands_order(

@@ -99,5 +99,5 @@ def test_per_run_figures_are_paired_by_seed_between_two_groups(tmp_path: Path, c
     assert (
         out.strip()
         .splitlines()[-1]
-        .startswith("b − a, inputs that changed the screen, by seed: +1.0 ± 0.0 SE (t = ∞")
+        .startswith("b − a, inputs that changed the screen, by seed: +1.0 ± 0.0 SE (no spread")
     )
