@@ -34,6 +34,10 @@ SPEC_VERSION = 1
 #: Harness baselines that are not agent ablations: ``random_keys`` picks one of a
 #: ``gym:ID`` environment's own actions uniformly per step (Hafner's random agent).
 BASELINES = ("random_keys",)
+#: What a judge with an endpoint does when the endpoint cannot answer, unless the grid,
+#: the judge, ``--config`` or ``--set`` says: the cell fails, rather than playing on with
+#: offline answers reported under the judge's name.
+ENDPOINT_FAILURE = "brain.on_failure=stop"
 #: Figures the statistics cover by default, in report order.
 DEFAULT_METRICS = (
     "progression",
@@ -354,6 +358,10 @@ def _cells(
                     f"run.env={env}",
                     f"run.ablation={method.ablation}",
                 ]
+                if grid.judges[j].base_url is not None and not _sets(
+                    "brain.on_failure", overrides, base
+                ):
+                    overrides.insert(0, ENDPOINT_FAILURE)
                 for k in exp.seeds:
                     for s in range(exp.series):
                         seeds = [
@@ -370,6 +378,14 @@ def _cells(
     if len(set(keys)) != len(keys):
         raise ConfigError(f"{where}: two cells share a folder name (a seed is listed twice?)")
     return cells
+
+
+def _sets(name: str, overrides: list[str], base: dict[str, Any]) -> bool:
+    """Whether ``overrides`` or the config file's tables ``base`` set the field ``name``."""
+    section, _, field_name = name.partition(".")
+    if field_name in (base.get(section) or {}):
+        return True
+    return any(o.partition("=")[0].strip() == name for o in overrides)
 
 
 def _check_config(cell: Cell, where: str) -> None:

@@ -81,6 +81,32 @@ def test_named_methods_and_judges(tmp_path: Path) -> None:
     assert by[("full", "offline")].brain.kind == "offline"
 
 
+JUDGED = (
+    'envs = ["cardgame"]\nmethods = ["full"]\njudges = ["offline", "local"]\nseeds = 1\n'
+    '[judge.local]\nbase_url = "http://localhost:8000/v1"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "base", "cli", "expect"),
+    [
+        (JUDGED, {}, [], "stop"),  # a judge with an endpoint: every answer from it, or none
+        (JUDGED + 'set = ["brain.on_failure=offline"]\n', {}, [], "offline"),  # the judge's
+        ('set = ["brain.on_failure=offline"]\n' + JUDGED, {}, [], "offline"),  # the grid's
+        (JUDGED, {"brain": {"on_failure": "offline"}}, [], "offline"),
+        (JUDGED, {}, ["brain.on_failure=offline"], "offline"),
+    ],
+)
+def test_a_judge_with_an_endpoint_stops_on_failure_unless_told(
+    tmp_path: Path, text: str, base: dict, cli: list[str], expect: str
+) -> None:
+    (tmp_path / "grid.toml").write_text(text)
+    g = load_grid(tmp_path / "grid.toml", base=base, overrides=cli)
+    by = {c.judge: c.config(0).brain for c in g.cells}
+    assert by["local"].on_failure == expect
+    assert by["offline"].on_failure == "offline"  # the offline brain has no endpoint to fail
+
+
 def test_digest_follows_the_cell_not_the_grid(tmp_path: Path) -> None:
     base = 'envs = ["cardgame"]\nmethods = ["full"]\nsteps = 20\nseeds = [0]\n'
     one = _grid(tmp_path, base).cells[0]
