@@ -7,8 +7,8 @@ longest first (rounds × steps), on local worker processes or as Ray tasks; a fa
 cell is recorded and the grid goes on; with ``merge`` each group's memories are
 merged; and the results folder is written from every finished cell, those run
 before included (with ``export``, also a copy without cells or plots, to commit).
-Ctrl-C or SIGTERM stops the grid after the running cells' current steps; what finished
-is kept and written, and the next run resumes.
+Ctrl-C or SIGTERM stops the grid after the running cells' current steps (a second one
+ends them now); what finished is kept and written, and the next run resumes.
 """
 
 from __future__ import annotations
@@ -235,18 +235,14 @@ def _finished_since(todo: list[tuple[Cell, Path]], t0: float) -> int:
 
 @contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
-    """While cells run: the first SIGTERM interrupts as Ctrl-C does; later ones are ignored,
-    so that the running cells can finish their step (SIGKILL is the way to stop at once)."""
+    """While cells run: SIGTERM interrupts as Ctrl-C does. The first lets the running cells
+    finish their step; a second ends them now (:mod:`kgagent.bench.local`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    seen = False
 
     def on_term(signum: int, frame: Any) -> None:
-        nonlocal seen
-        if not seen:
-            seen = True
-            raise KeyboardInterrupt
+        raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, on_term)
     try:

@@ -9,10 +9,13 @@ Stopping. Ctrl-C or SIGTERM to ``kgagent bench`` reaches the parent as
 KeyboardInterrupt (:func:`kgagent.bench.grid.run_grid` turns SIGTERM into one); the
 parent sends SIGTERM to its workers, each running cell finishes its current step and
 records itself as interrupted (it will run again), and the parent writes the results of
-the cells that finished. A worker takes SIGTERM (and Ctrl-C) as one interruption of the
-cell it runs, or ignores it between cells. A worker whose parent dies without that
-(SIGKILL) sends itself SIGTERM within a second: stopping ``kgagent bench`` stops its
-cells, instead of leaving them to run to their end unseen.
+the cells that finished. A second Ctrl-C or SIGTERM ends the running cells now, for a
+step that never ends: the workers get SIGINT (the runner abandons the step, writes its
+summary and closes the memory), and those still running :data:`ABORT_GRACE_S` later are
+killed, their cells recorded as interrupted by the parent. A worker takes SIGTERM (and
+Ctrl-C) as one interruption of the cell it runs, or ignores it between cells. A worker
+whose parent dies without that (SIGKILL) sends itself SIGTERM within a second: stopping
+``kgagent bench`` stops its cells, instead of leaving them to run to their end unseen.
 """
 
 from __future__ import annotations
@@ -24,13 +27,15 @@ import threading
 import time
 import traceback
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from kgagent.bench.cell import ERROR_FILE, run_cell
+from kgagent.bench.cell import ERROR_FILE, INTERRUPTED, run_cell, unfinished_state
 from kgagent.bench.progress import GridProgress
 from kgagent.bench.spec import Cell
 
@@ -78,25 +83,108 @@ def run_local(
                 outcomes.append(out)
                 progress.finish(out)
         except KeyboardInterrupt:
-            _interrupt_workers(progress, len(inflight))
+            _stop_cells(inflight, progress)
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     return outcomes
 
 
-def _interrupt_workers(progress: GridProgress, running: int) -> None:
-    """In the parent: ask every worker to stop its cell after the current step."""
-    if running:
+#: After a second stop signal: the seconds a running cell has to abandon its step before
+#: its worker is killed.
+ABORT_GRACE_S = 5.0
+
+
+def _stop_cells(inflight: dict[Future, tuple[Cell, Path]], progress: GridProgress) -> None:
+    """In the parent, at the first stop signal: the running cells finish their current step
+    (SIGTERM to the workers); a second signal while they do ends them now (:func:`_end_cells`)."""
+    if inflight:
         progress.write(
-            f"stopping: {running} running cell(s) finish their current step "
-            "and are recorded as interrupted"
+            f"stopping: {len(inflight)} running cell(s) finish their current step "
+            "and are recorded as interrupted (stop again to end them now)"
         )
+    _signal_workers(signal.SIGTERM)
+    try:
+        _gather(inflight, progress)
+    except KeyboardInterrupt:
+        _end_cells(inflight, progress)
+
+
+def _end_cells(inflight: dict[Future, tuple[Cell, Path]], progress: GridProgress) -> None:
+    """In the parent, at a second stop signal: SIGINT to the workers (the runner abandons
+    the step at once where Python can), then SIGKILL to those whose cells have not ended
+    :data:`ABORT_GRACE_S` later (a step stuck in native code); their cells are recorded
+    here as interrupted. Further signals are ignored meanwhile: this ends in seconds."""
+    with _signals_ignored():
+        if inflight:
+            progress.write(f"ending {len(inflight)} running cell(s) now")
+        _signal_workers(signal.SIGINT)
+        _gather(inflight, progress, timeout=ABORT_GRACE_S, killing=True)
+        if inflight:
+            _signal_workers(signal.SIGKILL)
+        for cell, folder in inflight.values():
+            progress.finish(_killed(cell, folder))
+        inflight.clear()
+
+
+def _gather(
+    inflight: dict[Future, tuple[Cell, Path]],
+    progress: GridProgress,
+    timeout: float | None = None,
+    killing: bool = False,
+) -> None:
+    """Wait for the running cells (at most ``timeout`` seconds), counting each that ends;
+    those that ended leave ``inflight``. A lost worker fails its cell, or, ``killing``,
+    interrupts it."""
+    done, _ = wait(inflight, timeout=timeout)
+    for fut in done:
+        cell, folder = inflight.pop(fut)
+        e = fut.exception()
+        if e is None:
+            progress.finish(fut.result())
+        else:
+            progress.finish(_killed(cell, folder) if killing else _lost(cell, folder, e))
+
+
+def _signal_workers(signum: int) -> None:
+    """In the parent: send ``signum`` to every worker of the pool."""
     for child in multiprocessing.active_children():  # the pool's workers: nothing else here
         try:
-            os.kill(child.pid, signal.SIGTERM)
+            os.kill(child.pid, signum)
         except (OSError, TypeError):  # gone already, or never started
             pass
+
+
+@contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """In the parent's main thread: Ctrl-C and SIGTERM ignored for the duration."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def _killed(cell: Cell, folder: Path) -> dict[str, Any]:
+    """A cell whose worker was killed to stop it: interrupted, as its error.txt says (the
+    cell's own line when it wrote one before it was killed)."""
+    state = unfinished_state(folder)
+    if state is not None and state[0] == "interrupted":
+        return {"key": cell.key, "status": "interrupted", "error": state[1]}
+    line = (
+        INTERRUPTED
+        + f"killed after a second stop signal (its step did not end in {ABORT_GRACE_S:g} s)"
+    )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / ERROR_FILE).write_text(line + "\n")
+    except OSError:
+        pass
+    return {"key": cell.key, "status": "interrupted", "error": line}
 
 
 PARENT_POLL_S = 1.0

@@ -1,7 +1,7 @@
 """SIGTERM to `kgagent bench` (what `kill`, `timeout` and job schedulers send) stops it as
 Ctrl-C does: locally the running cells finish their step and are recorded as
 interrupted, on Ray the tasks are cancelled; the results folder is written and the
-workers are gone."""
+workers are gone. A second SIGTERM ends cells whose step never ends."""
 
 from __future__ import annotations
 
@@ -69,18 +69,24 @@ def _two_ray_tasks(out: Path) -> bool:
 
 
 def _stop_when(
-    started: Callable[[Path], bool], out: Path, *args: str
+    started: Callable[[Path], bool],
+    out: Path,
+    *args: str,
+    grid: str = GRID,
+    env: dict[str, str] | None = None,
+    again_after: float | None = None,
 ) -> tuple[subprocess.Popen[str], list[int], str]:
-    """Start `kgagent bench` on GRID, SIGTERM it once ``started(out)``."""
+    """Start `kgagent bench` on ``grid``, SIGTERM it once ``started(out)``; with
+    ``again_after``, again that many seconds later (it must still be running)."""
     spec = out.parent / "grid.toml"
-    spec.write_text(GRID)
+    spec.write_text(grid)
     cmd = [sys.executable, "-m", "kgagent.cli.main", "bench", str(spec), "--out", str(out)]
     proc = subprocess.Popen(
         [*cmd, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     try:
         deadline = time.monotonic() + 180
@@ -91,6 +97,10 @@ def _stop_when(
         assert proc.poll() is None, proc.communicate()[1]
         workers = _workers(proc.pid)
         proc.send_signal(signal.SIGTERM)
+        if again_after is not None:
+            time.sleep(again_after)
+            assert proc.poll() is None, "the first SIGTERM ended steps that never end"
+            proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -131,3 +141,91 @@ def test_sigterm_on_ray_cancels_the_tasks_and_writes_the_results(tmp_path: Path)
     assert err.strip().splitlines()[-1].startswith("error: interrupted: 0 cell(s) finished"), err
     assert [r["status"] for r in _cells(out)] == ["not run", "not run"]
     assert (out / "report.md").is_file() and (out / "summary.json").is_file()
+
+
+#: Games whose steps never end once they have begun hanging (after 2 frames): Sleep-v0
+#: sleeps (Ctrl-C ends it), Stuck-v0 takes no Ctrl-C either (as native code would not).
+#: Each says it hangs with a file in $HANG_DIR.
+HANG_GAMES = """
+import os, time
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class Hang(gym.Env):
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+
+    def __init__(self, render_mode="rgb_array", stuck=False):
+        self.render_mode, self.stuck, self.calls = render_mode, stuck, 0
+        self.action_space = spaces.Discrete(4)
+        self.observation_space = spaces.Box(0, 255, (64, 64, 3), np.uint8)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.render(), {}
+
+    def render(self):
+        self.calls += 1
+        if self.calls > 2:
+            self.hang()
+        img = np.full((64, 64, 3), 30, np.uint8)
+        img[4:20, 2:14] = (240, 220, 40)
+        return img
+
+    def step(self, action):
+        self.hang()
+
+    def hang(self):
+        mark = os.path.join(os.environ["HANG_DIR"], f"{os.getpid()}.hangs")
+        if not os.path.exists(mark):  # the time it began hanging
+            open(mark, "w").close()
+        while True:
+            try:
+                time.sleep(3600)
+            except KeyboardInterrupt:
+                if not self.stuck:
+                    raise
+
+
+gym.register("Sleep-v0", entry_point=Hang)
+gym.register("Stuck-v0", entry_point=Hang, kwargs={"stuck": True})
+"""
+
+
+def test_a_second_sigterm_ends_steps_that_never_end(tmp_path: Path) -> None:
+    """The cells are recorded as interrupted (the stuck one: killed), the command exits in
+    seconds with the results written, and no worker is left."""
+    pytest.importorskip("gymnasium")
+    (tmp_path / "hanggames.py").write_text(HANG_GAMES)
+    hangs = tmp_path / "hangs"
+    hangs.mkdir()
+    grid = GRID.replace(
+        'envs = ["cardgame"]', 'envs = ["gym:hanggames:Sleep-v0", "gym:hanggames:Stuck-v0"]'
+    )
+    grid = grid.replace('methods = ["full", "no_graph"]', 'methods = ["full"]')
+    env = {"HANG_DIR": str(hangs), "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    out = tmp_path / "results"
+    proc, workers, err = _stop_when(
+        lambda _: len(list(hangs.iterdir())) >= 2,
+        out,
+        "--jobs",
+        "2",
+        grid=grid,
+        env=env,
+        again_after=2.0,
+    )
+    hung = max(p.stat().st_mtime for p in hangs.iterdir())
+    ended_in = time.time() - hung - 2.0  # seconds from the second SIGTERM to the exit
+    assert proc.returncode == 1, err
+    assert "ending 2 running cell(s) now" in err
+    assert err.strip().splitlines()[-1].startswith("error: interrupted: 0 cell(s) finished"), err
+    rows = {r["env"]: r for r in _cells(out)}
+    assert [r["status"] for r in rows.values()] == ["interrupted", "interrupted"]
+    assert rows["gym:hanggames:Sleep-v0"]["error"] == "interrupted: stopped by Ctrl-C or SIGTERM"
+    assert rows["gym:hanggames:Stuck-v0"]["error"].startswith(
+        "interrupted: killed after a second stop signal"
+    )
+    assert (out / "report.md").is_file()
+    assert len(workers) == 2 and not any(_alive(p) for p in workers)
+    assert ended_in < 30, ended_in  # 5 s for the cells to abandon their steps, then killed
