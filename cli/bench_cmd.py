@@ -54,7 +54,8 @@ def _command(grid_file: Path) -> str:
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Results folder. Default: the grid's `out`, else bench-results/<grid name>. "
+    help="Results folder. Default: the grid's `out` (relative to the grid file), else "
+    "bench-results/<grid name> in the current directory (run from elsewhere, name it). "
     "A folder holding another grid's results is refused.",
 )
 @click.option(
@@ -81,7 +82,11 @@ def _command(grid_file: Path) -> str:
 @click.option("--fresh", is_flag=True, help="Run finished cells again.")
 @click.option("--only", multiple=True, metavar="TEXT", help="Run only cells whose name has TEXT.")
 @click.option(
-    "--list", "list_cells", is_flag=True, help="List the cells and their state; run nothing."
+    "--list",
+    "list_cells",
+    is_flag=True,
+    help="List the cells and their state (finished, to run, failed, interrupted, changed); "
+    "run nothing.",
 )
 @click.option(
     "--report-only", is_flag=True, help="Write the results from the finished cells; run nothing."
@@ -123,7 +128,7 @@ def bench_cmd(
     and the others go on; the command then exits with 1.
     """
     from kgagent.bench import BenchOptions, load_grid, run_grid
-    from kgagent.bench.grid import check_folder, plan
+    from kgagent.bench.grid import cell_states, check_folder, results_folder
 
     ctx = click.get_current_context()
     base: dict[str, Any] = {}
@@ -132,7 +137,7 @@ def bench_cmd(
         base = tomllib.loads(read_input(Path(config_file), "config file", ConfigError))
     overrides = list(ctx.params.get("overrides") or ())
     grid = load_grid(grid_file, base=base, overrides=overrides)
-    folder = out or grid.out or Path("bench-results") / grid.name
+    folder = results_folder(grid, out)
     opts = BenchOptions(
         out=folder,
         jobs=jobs,
@@ -149,20 +154,7 @@ def bench_cmd(
     )
     if list_cells:
         check_folder(grid, folder, "--out")
-        todo, done = plan(grid, opts)
-        waiting = {c.key for c, _ in todo}
-        rows = [
-            {
-                "cell": c.key,
-                "rounds": c.rounds,
-                "steps": c.steps,
-                "run seeds": " ".join(map(str, c.run_seeds)),
-                "state": "to run" if c.key in waiting else "finished",
-            }
-            for c in grid.cells
-            if c.key in waiting or c in done
-        ]
-        emit(rows, fmt)
+        emit(cell_states(grid, opts), fmt)
         return
     summary = run_grid(grid, opts)
     emit_record(summary, fmt)

@@ -67,6 +67,34 @@ def unfinished_state(cell_dir: Path) -> tuple[str, str] | None:
     return ("interrupted" if line.startswith(INTERRUPTED) else "failed"), line
 
 
+def cell_state(cell_dir: Path, digest: str) -> tuple[str, str]:
+    """(state, what is known of it) of a cell in the results, as ``--list`` shows it:
+    ``finished``; ``failed`` or ``interrupted`` with its error line; ``changed`` (it
+    finished for another spec, and runs again); ``to run`` (never run, or stopped before
+    it could record why)."""
+    if finished(cell_dir, digest) is not None:
+        return "finished", ""
+    state = unfinished_state(cell_dir)
+    if state is not None:
+        return state
+    if (cell_dir / CELL_FILE).is_file():
+        return "changed", "finished for another spec of the cell (steps, seeds, overrides)"
+    return "to run", ""
+
+
+def steps_played(cell_dir: Path) -> int:
+    """The steps in the step logs of a cell's folder (an unfinished cell: how far it got)."""
+    from kgagent.bench.figures import read_lines
+
+    n = 0
+    for log in sorted((cell_dir / "runs").glob("*.jsonl")):
+        try:
+            n += sum(d.get("type") == "step" for d in read_lines(log))
+        except (OSError, ValueError):
+            continue
+    return n
+
+
 def error_line(e: BaseException) -> str:
     """``Kind: message`` on one line (``EnvironmentError_`` is named ``EnvironmentError``)."""
     return " ".join(f"{type(e).__name__.rstrip('_')}: {e}".split())

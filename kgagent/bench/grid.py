@@ -14,6 +14,7 @@ ends them now); what finished is kept and written, and the next run resumes.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kgagent.bench.cell import CELL_FILE, finished, unfinished_state
+from kgagent.bench.cell import CELL_FILE, cell_state, finished, steps_played, unfinished_state
 from kgagent.bench.meta import machine, versions
 from kgagent.bench.progress import GridProgress
 from kgagent.bench.results import collect, held_grid, kept_records, run_meta, write_results
@@ -52,6 +53,26 @@ class BenchOptions:
     only: list[str] = field(default_factory=list)  # substrings of cell keys to run
 
 
+def default_folder(grid: Grid) -> Path:
+    """The results folder of a grid without ``out``: ``bench-results/<name>``, relative to the
+    current directory (a grid's ``out`` is relative to its file)."""
+    return Path("bench-results") / grid.name
+
+
+def results_folder(grid: Grid, out: Path | None = None) -> Path:
+    """``out`` (``--out``), else the grid's ``out``, else :func:`default_folder`."""
+    return out or grid.out or default_folder(grid)
+
+
+def results_elsewhere(grid: Grid, out: Path) -> Path | None:
+    """The default folder beside the grid file when it holds this grid's results and ``out``,
+    the default folder of another directory, does not exist: the grid ran from there."""
+    other = grid.path.parent / default_folder(grid)
+    if out != default_folder(grid) or out.exists() or other.absolute() == out.absolute():
+        return None
+    return other if held_grid(other) == grid.name else None
+
+
 def cell_dir(out: Path, cell: Cell) -> Path:
     return out / "cells" / cell.key
 
@@ -72,6 +93,36 @@ def plan(grid: Grid, opts: BenchOptions) -> tuple[list[tuple[Cell, Path]], list[
     return todo, done
 
 
+def cell_states(grid: Grid, opts: BenchOptions) -> list[dict[str, Any]]:
+    """The cells ``opts`` selects and their state (``kgagent bench --list``), one row each:
+    ``state`` is ``finished``, ``to run``, ``failed``, ``interrupted`` or ``changed``
+    (:func:`~kgagent.bench.cell.cell_state`); an unfinished cell's ``played`` is the steps
+    its step logs hold, ``note`` its error line."""
+    todo, done = plan(grid, opts)
+    waiting = {c.key for c, _ in todo}
+    rows = []
+    for c in grid.cells:
+        if c.key not in waiting and c not in done:
+            continue
+        folder = cell_dir(opts.out, c)
+        state, note = cell_state(folder, c.digest)
+        if state == "finished" and c.key in waiting:  # --fresh
+            state = "to run"
+        unfinished = state in ("failed", "interrupted")
+        rows.append(
+            {
+                "cell": c.key,
+                "rounds": c.rounds,
+                "steps": c.steps,
+                "run_seeds": list(c.run_seeds),
+                "state": state,
+                "played": steps_played(folder) if unfinished else None,
+                "note": note,
+            }
+        )
+    return rows
+
+
 def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
     """Run what is not finished, write the results folder; returns a summary of the command.
 
@@ -88,6 +139,13 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
     outcomes: list[dict[str, Any]] = []
     interrupted = False
     if todo and not opts.report_only:
+        other = results_elsewhere(grid, out)
+        if other is not None and opts.progress:
+            print(
+                f"note: {out.absolute()} does not exist, {other} holds this grid's results: "
+                f"the grid starts afresh here (give --out {other} to resume there)",
+                file=sys.stderr,
+            )
         out.mkdir(parents=True, exist_ok=True)
         outcomes, interrupted = _run_cells(grid, opts, todo, len(before))
     wall = time.time() - t0
@@ -100,15 +158,8 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
         from kgagent.bench.merging import merge_groups
 
         res.merges = merge_groups(finished_cells, out)
-    res.meta = (opts.report_only and run_meta(out)) or {
-        "command": opts.command,
-        "date": time.strftime("%Y-%m-%d"),
-        "wall_min": wall / 60.0,
-        "executor": f"ray ({opts.ray})" if opts.ray else f"local, {opts.jobs} process(es)",
-        "ran_before": len(before),
-        "machine": machine(),
-        "versions": versions(),
-    }
+    finished_now = 0 if opts.report_only else _finished_since(todo, t0)
+    res.meta = _header(opts, out, wall, finished_now, len(records))
     files = write_results(res, out, plots=opts.plots)
     if opts.export is not None:
         meta = {k: v for k, v in res.meta.items() if k != "plots"}
@@ -126,7 +177,7 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
     if interrupted or any(o.get("status") == "interrupted" for o in outcomes):
         stopped = sum(r["status"] == "interrupted" for r in rows)
         raise BenchError(
-            f"interrupted: {_finished_since(todo, t0)} cell(s) finished in this run, "
+            f"interrupted: {finished_now} cell(s) finished in this run, "
             f"{stopped} interrupted; results so far in {out}; "
             "run the same command again to resume"
         )
@@ -139,6 +190,30 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
             f"{out}/cells/<cell>/error.txt"
         )
     return summary
+
+
+def _header(
+    opts: BenchOptions, out: Path, wall: float, finished_now: int, finished: int
+) -> dict[str, Any]:
+    """The report's header: the last command that finished cells in ``out``.
+
+    A command that finished none (everything was finished, ``--report-only``, its cells
+    failed or were interrupted) keeps the header already written, so that the command,
+    date, wall time, machine and versions stay those of the command whose figures the
+    report shows; ``ran_before`` counts the finished cells it did not run itself.
+    """
+    kept = run_meta(out)
+    if not finished_now and kept:
+        return kept
+    return {
+        "command": opts.command,
+        "date": time.strftime("%Y-%m-%d"),
+        "wall_min": wall / 60.0,
+        "executor": f"ray ({opts.ray})" if opts.ray else f"local, {opts.jobs} process(es)",
+        "ran_before": finished - finished_now,
+        "machine": machine(),
+        "versions": versions(),
+    }
 
 
 def check_folder(grid: Grid, folder: Path, option: str) -> None:
@@ -210,9 +285,15 @@ def _gather(
 
 def _nothing_to_report(grid: Grid, out: Path) -> str:
     if not out.is_dir():
+        where = f"there is no results folder {out.absolute()}"
+        if out == default_folder(grid):
+            where += f" (the default, {out}, is relative to the current directory)"
+        other = results_elsewhere(grid, out)
+        if other is not None:
+            return f"--report-only: {where}; {other} holds this grid's results: give --out {other}"
         return (
-            f"--report-only: there is no results folder {out}; run the grid first (without "
-            "--report-only), or name the folder that holds its results with --out"
+            f"--report-only: {where}; run the grid first (without --report-only), or give "
+            "--out the folder that holds its results"
         )
     return (
         f"--report-only: {out} holds no finished cell of grid {grid.name!r}; run the grid "

@@ -194,3 +194,131 @@ def test_a_cell_stopped_by_a_signal_is_interrupted(tmp_path: Path, monkeypatch) 
     assert outcome["error"] == "interrupted: stopped by Ctrl-C or SIGTERM"
     assert unfinished_state(tmp_path / "cell") == ("interrupted", outcome["error"])
     assert not (tmp_path / "cell" / "cell.json").exists()
+
+
+def test_a_judge_whose_endpoint_never_answers_fails_its_cell(tmp_path: Path) -> None:
+    """Its cell does not play on with offline answers reported under the judge's name."""
+    import socket
+
+    with socket.socket() as s:  # a port with nothing listening on it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    spec = tmp_path / "g.toml"
+    spec.write_text(
+        GRID.replace(
+            'methods = ["full", "random"]', 'methods = ["full"]\njudges = ["dead"]'
+        ).replace("steps = 5", "steps = 10")
+        + f'[judge.dead]\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+        'set = ["brain.max_retries=0", "brain.timeout_s=2"]\n'
+    )
+    code, text = _bench(str(spec), "--out", str(tmp_path / "r"))
+    assert code == 1 and "1 of 1 cell(s) failed" in text, text
+    (row,) = _rows(tmp_path / "r" / "cells.csv")
+    assert row["status"] == "failed"
+    assert row["error"].startswith("EndpointUnusable: the run stopped: ")
+    assert row["error"].endswith("(brain.on_failure=stop)")
+    assert "## Failed cells" in (tmp_path / "r" / "report.md").read_text()
+
+
+def _meta(folder: Path) -> dict:
+    import json
+
+    from kgagent.bench.results import RUN_META
+
+    summary = json.loads((folder / "summary.json").read_text())
+    return {k: summary[k] for k in RUN_META}
+
+
+def _header(folder: Path) -> list[str]:
+    return [line for line in (folder / "report.md").read_text().splitlines() if line[:2] == "- "]
+
+
+def test_a_command_that_runs_no_cell_keeps_the_header(ran: Path, tmp_path: Path) -> None:
+    """Running a finished grid again names the command that ran its cells, not itself."""
+    out = tmp_path / "r1"
+    shutil.copytree(ran / "r1", out)
+    before, header = _meta(out), _header(out)
+    opts = BenchOptions(out=out, plots=False, progress=False, command="kgagent bench again")
+    summary = run_grid(load_grid(ran / "g1.toml"), opts)
+    assert (summary["ran"], summary["finished_before"]) == (0, 2)
+    assert _meta(out) == before and before["ran_before"] == 0
+    assert _header(out) == header
+
+
+def test_the_header_is_the_last_command_that_finished_cells(ran: Path, tmp_path: Path) -> None:
+    """It counts every cell it did not run as before it, --only's others included."""
+    out = tmp_path / "r1"
+    shutil.copytree(ran / "r1", out)
+    grown = tmp_path / "g1.toml"
+    grown.write_text(GRID.replace("seeds = [0]", "seeds = [0, 1]"))
+    opts = BenchOptions(
+        out=out, plots=False, progress=False, command="kgagent bench grown", only=["random"]
+    )
+    summary = run_grid(load_grid(grown), opts)
+    assert (summary["ran"], summary["not_run"]) == (1, 1)
+    meta = _meta(out)
+    assert (meta["command"], meta["ran_before"]) == ("kgagent bench grown", 2)
+    assert any("(3 finished, of which 2 before this command;" in line for line in _header(out))
+
+
+def test_no_results_folder_names_it_and_where_the_results_are(
+    ran: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default folder is relative to the current directory, not the grid file's."""
+    shutil.copytree(ran / "r1", ran / "bench-results" / "g1", dirs_exist_ok=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code, text = _bench(str(ran / "g1.toml"), "--report-only")
+    assert code == 1 and len(text.strip().splitlines()) == 1, text
+    assert text.startswith(
+        f"error: --report-only: there is no results folder {elsewhere / 'bench-results' / 'g1'} "
+        "(the default, bench-results/g1, is relative to the current directory); "
+        f"{ran / 'bench-results' / 'g1'} holds this grid's results: give --out "
+    ), text
+    assert not (elsewhere / "bench-results").exists()
+    code, text = _bench(str(ran / "g1.toml"), "--help")
+    assert "results/<grid name> in the current directory" in " ".join(text.split())
+
+
+def test_list_says_what_became_of_each_cell(ran: Path, tmp_path: Path) -> None:
+    """--list: interrupted with the steps played, failed, changed (finished for another spec);
+    plain keys and a list of seeds."""
+    import json
+
+    out = tmp_path / "r1"
+    shutil.copytree(ran / "r1", out)
+    longer = tmp_path / "g1.toml"
+    longer.write_text(GRID.replace("seeds = [0]", "seeds = [0, 1, 2]"))
+    cells = {c.key: out / "cells" / c.key for c in load_grid(longer).cells}
+    stopped, bad = (cells[k] for k in sorted(cells) if "seed0" not in k and "full" in k)
+    (stopped / "runs").mkdir(parents=True)
+    steps = "".join(json.dumps({"type": "step", "step": i}) + "\n" for i in (1, 2, 3))
+    (stopped / "runs" / "a.jsonl").write_text('{"type": "run"}\n' + steps)
+    (stopped / "error.txt").write_text("interrupted: killed after a second stop signal\n")
+    bad.mkdir(parents=True)
+    (bad / "error.txt").write_text("EnvironmentError: no game\n\ntraceback\n")
+    random0 = next(k for k in cells if "random" in k and "seed0" in k)
+    record = json.loads((cells[random0] / "cell.json").read_text())
+    (cells[random0] / "cell.json").write_text(json.dumps({**record, "digest": "another"}))
+    code, text = _bench(str(longer), "--out", str(out), "--list", "--format", "json")
+    assert code == 0, text
+    rows = {r["cell"]: r for r in json.loads(text)}
+    assert all(" " not in k for r in rows.values() for k in r)
+    full0 = next(k for k in cells if "full" in k and "seed0" in k)
+    assert rows[full0]["run_seeds"] == [0] and rows[full0]["state"] == "finished"
+    assert rows[random0]["state"] == "changed"
+    assert (rows[stopped.name]["state"], rows[stopped.name]["played"]) == ("interrupted", 3)
+    assert rows[stopped.name]["note"] == "interrupted: killed after a second stop signal"
+    assert (rows[bad.name]["state"], rows[bad.name]["note"]) == (
+        "failed",
+        "EnvironmentError: no game",
+    )
+    assert {r["state"] for k, r in rows.items() if "random" in k and "seed0" not in k} == {"to run"}
+
+
+def test_bench_md_names_every_column_of_paired_csv() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "bench.md").read_text()
+    section = doc[doc.index("**paired.csv**") :].split("\n\n", 1)[0]
+    missing = [c for c in PAIRED_COLUMNS if f"`{c}`" not in section]
+    assert not missing, f"docs/bench.md, **paired.csv**: undocumented column(s) {missing}"

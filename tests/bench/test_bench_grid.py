@@ -139,9 +139,10 @@ def test_cli_lists_cells_and_refuses_a_bad_grid(ran: dict) -> None:
         top, ["bench", str(ran["spec"]), "--out", str(ran["out"]), "--list", "--format", "csv"]
     )
     assert r.exit_code == 0, r.output
-    states = {row["cell"]: row["state"] for row in csv.DictReader(r.output.splitlines())}
-    assert states["m.cardgame.full.offline.seed0.series0"] == "finished"
-    assert states["broken.gym-Pendulum-v1.full.offline.seed0.series0"] == "to run"
+    rows = {row["cell"]: row for row in csv.DictReader(r.output.splitlines())}
+    assert rows["m.cardgame.full.offline.seed0.series0"]["state"] == "finished"
+    broken = rows["broken.gym-Pendulum-v1.full.offline.seed0.series0"]
+    assert broken["state"] == "failed" and broken["note"].startswith("EnvironmentError: ")
     bad = ran["root"] / "bad.toml"
     bad.write_text('envs = ["cardgame"]\nmethods = ["ful"]\n')
     r = CliRunner().invoke(top, ["bench", str(bad)])
