@@ -87,20 +87,34 @@ def _find_log(log: Path, memory: Path) -> Path:
 
 
 @runs_group.command("show")
-@click.argument("log", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.argument("log", type=click.Path(path_type=Path), required=False)
 @common_options()
 def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
     """Summarise the step log LOG: a .jsonl file written by `kgagent play`, given as a path
     or as its name in the memory's runs folder. Without LOG: the memory's rounds, one per
-    run, as the papers' Table 2 (skills augmented and pruned per round, not cumulative)."""
+    run, as the papers' Table 2 (skills augmented and pruned per round, not cumulative);
+    LOG a folder of step logs (play's --log-dir, a bench cell's runs/): its rounds."""
     from kgagent.runlog import RunSummary
 
-    if log is None:
-        from kgagent.rounds import TABLE2, format_rounds, mark_running, require_logs, rounds_rows
+    if log is None or log.is_dir():
+        from kgagent.rounds import (
+            TABLE2,
+            format_rounds,
+            log_order,
+            mark_running,
+            require_logs,
+            rounds_rows,
+        )
 
-        logs = require_logs(memory)
-        rounds = _rounds(logs)
-        mark_running(rounds, memory, logs)
+        if log is None:
+            logs = require_logs(memory)
+            rounds = _rounds(logs)
+            mark_running(rounds, memory, logs)
+        else:
+            logs = log_order(log.glob("*.jsonl"))
+            if not logs:
+                raise ConfigError(f"no step logs in {log}; give a folder of step logs (.jsonl)")
+            rounds = _rounds(logs)
         if fmt == "table":
             click.echo(format_rounds(rounds))
         else:
@@ -119,6 +133,20 @@ def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
 def _number(v: Any) -> Any:
     """A whole float as the summary table writes it (``0``, not ``0.0``)."""
     return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+def _err(d: dict[str, Any]) -> float | None:
+    """ERR to three places; none for a run that executed nothing (as `runs show` says)."""
+    if not d.get("executions"):
+        return None
+    return round(float(d.get("err", 0.0)), 3)
+
+
+def _brain(d: dict[str, Any]) -> str | None:
+    """``offline``, or the model a VLM run asked (runs on one memory may switch brains)."""
+    if d.get("brain") == "vlm" and d.get("brain_model"):
+        return f"vlm:{d['brain_model']}"
+    return d.get("brain")
 
 
 @runs_group.command("list")
@@ -151,7 +179,8 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
                 "stopped": d.get("stopped"),
                 "progression": _number(d.get("progression")),
                 "score": _number(d.get("score")),
-                "err": round(float(d.get("err", 0.0)), 3),
+                "err": _err(d),
+                "brain": _brain(d),
                 "cost_usd": round(float(d.get("cost_usd", 0.0)), 4),
             }
         )

@@ -104,7 +104,7 @@ class Round:
     similarity_edges_added: int | None = None
     progression: float = 0.0  # ground truth at the round's last step
     score: float = 0.0
-    err: float = 0.0
+    err: float | None = None  # None: the round executed nothing
     executions: int = 0
     valid_executions: int = 0
     tokens: int = 0
@@ -233,7 +233,7 @@ def _round(
         score=float(sm.get("score", truth.get("score", 0.0)) or 0.0),
         executions=len(execs),
         valid_executions=valid,
-        err=valid / len(execs) if execs else 0.0,
+        err=valid / len(execs) if execs else None,  # no executions: no rate
         tokens=int(sum(s.get("tokens", 0) or 0 for s in steps)),
         cost_usd=float(sum(s.get("cost_usd", 0.0) or 0.0 for s in steps)),
     )

@@ -67,7 +67,7 @@ def _rows(rounds: list) -> list[dict[str, Any]]:
     for r in rounds:
         d = r.as_row()
         row = {c: d.get(c) for c in TABLE_COLUMNS}
-        row["err"] = round(r.err, 3)
+        row["err"] = None if r.err is None else round(r.err, 3)
         row["cost_usd"] = round(r.cost_usd, 4)
         rows.append(row)
     return rows

@@ -157,3 +157,27 @@ def test_runs_list_of_a_memory_without_step_logs_says_why(played, tmp_path) -> N
         "stay where the runs were)"
     )
     assert json.loads(run("runs", "list", "--memory", str(copy), "--format", "json").stdout) == []
+
+
+def test_runs_list_names_the_brain_and_no_err_without_executions(played, tmp_path) -> None:
+    """A run that executed nothing (stopped at its first request) has no ERR, not 0.0; each
+    row names the brain, since runs on one memory may switch it."""
+    _, s = played
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = Path(s["log_path"]).read_text().splitlines()
+    summary = json.loads(lines[-1])
+    vlm = {**summary, "executions": 0, "valid_executions": 0, "err": 0.0, "brain": "vlm"}
+    vlm["brain_model"], vlm["stopped"] = "llava", "endpoint"
+    (logs / "a.jsonl").write_text("\n".join(lines) + "\n")
+    (logs / "b.jsonl").write_text("\n".join([*lines[:-1], json.dumps(vlm)]) + "\n")
+    listed = run("runs", "list", str(logs), "--format", "json")
+    assert listed.exit_code == 0, listed.output
+    a, b = json.loads(listed.stdout)
+    assert a["brain"] == "offline" and isinstance(a["err"], float)
+    assert b["brain"] == "vlm:llava" and b["err"] is None
+    rounds = run("runs", "show", str(logs), "--format", "json")  # a folder: its rounds
+    assert rounds.exit_code == 0, rounds.output
+    assert [r["log"] for r in json.loads(rounds.stdout)] == ["a.jsonl", "b.jsonl"]
+    empty = run("runs", "show", str(tmp_path))
+    assert empty.exit_code == 1 and f"no step logs in {tmp_path}" in empty.stderr

@@ -181,3 +181,15 @@ def test_a_log_is_live_only_while_its_run_holds_the_memory(tmp_path: Path) -> No
     finally:
         held.release()
     assert not logs.live(newest)
+
+
+def test_a_round_that_executed_nothing_has_no_err(tmp_path: Path) -> None:
+    """A run stopped at its first request executed nothing: its ERR is "-", not 0.000."""
+    a = _log(tmp_path / "20261124-010000-cardgame-1.jsonl", [{"executions": _execs(1, 1)}], None)
+    b = _log(tmp_path / "20261124-020000-cardgame-1.jsonl", [], _summary(0, 0, 0, 1, 0, 0))
+    first, second = compute_rounds([a, b])
+    assert first.err == 0.5 and second.err is None
+    table = format_rounds([first, second]).splitlines()
+    assert table[0].split()[-3:] == ["ERR", "cost", "$"]
+    row = next(line for line in table if line.split()[:1] == ["1"])
+    assert row.split()[-2] == "-"
