@@ -13,6 +13,7 @@ ends them now); what finished is kept and written, and the next run resumes.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgagent.bench.cell import CELL_FILE, cell_state, finished, steps_played, unfinished_state
 from kgagent.bench.meta import machine, versions
@@ -29,6 +30,9 @@ from kgagent.bench.progress import GridProgress
 from kgagent.bench.results import collect, held_grid, kept_records, run_meta, write_results
 from kgagent.bench.spec import Cell, Grid
 from kgagent.errors import KGAgentError
+
+if TYPE_CHECKING:
+    from kgagent.memory.lock import HeldLock
 
 
 class BenchError(KGAgentError):
@@ -147,7 +151,11 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
                 file=sys.stderr,
             )
         out.mkdir(parents=True, exist_ok=True)
-        outcomes, interrupted = _run_cells(grid, opts, todo, len(before))
+        held = _lock_results(out)
+        try:
+            outcomes, interrupted = _run_cells(grid, opts, todo, len(before))
+        finally:
+            held.release()
     wall = time.time() - t0
     records, rows, finished_cells = _gather(grid, out, outcomes)
     if opts.report_only and not records:
@@ -190,6 +198,30 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
             f"{out}/cells/<cell>/error.txt"
         )
     return summary
+
+
+#: held by the command that runs cells into a results folder
+LOCK_FILE = "bench.lock"
+
+
+def _lock_results(out: Path) -> HeldLock:
+    """The results folder's lock: two commands running cells into one folder would run
+    the same cells at once and overwrite each other's records."""
+    from kgagent.memory.lock import lock_holder, try_lock
+
+    path = out / LOCK_FILE
+    held = try_lock(path)
+    if held is None:
+        raise BenchError(
+            f"another kgagent bench{lock_holder(path)} is running cells into {out}: wait for it "
+            "to finish (or stop it), or give another --out"
+        )
+    try:
+        os.ftruncate(held.fd, 0)
+        os.write(held.fd, f"{os.getpid()}\n".encode())
+    except OSError:
+        pass
+    return held
 
 
 def _header(

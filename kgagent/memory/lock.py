@@ -96,7 +96,7 @@ def lock_memory(directory: Path) -> HeldLock:
             "directory is writable, or open it read-only"
         ) from None
     if held is None:
-        holder = _holder(path)
+        holder = lock_holder(path)
         if holder == f" (pid {os.getpid()})":
             raise MemoryStoreError(
                 f"the memory at {directory} is already open for writing in this process: "
@@ -128,14 +128,15 @@ def writer_holder(directory: Path) -> str | None:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError as e:
         if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return _holder(path)
+            return lock_holder(path)
         return None
     finally:
         os.close(fd)
     return None
 
 
-def _holder(path: Path) -> str:
+def lock_holder(path: Path) -> str:
+    """`` (pid N)`` from the lock file at ``path`` (its holder writes it), or ""."""
     try:
         pid = int(path.read_text().split()[0])
     except (OSError, ValueError, IndexError):

@@ -322,3 +322,27 @@ def test_bench_md_names_every_column_of_paired_csv() -> None:
     section = doc[doc.index("**paired.csv**") :].split("\n\n", 1)[0]
     missing = [c for c in PAIRED_COLUMNS if f"`{c}`" not in section]
     assert not missing, f"docs/bench.md, **paired.csv**: undocumented column(s) {missing}"
+
+
+def test_a_second_command_into_a_folder_being_run_is_refused(ran: Path, tmp_path: Path) -> None:
+    """Two commands running cells into one folder ran the same cells at once: the second is
+    refused in one line naming the first; once it ends, the folder takes cells again."""
+    import os
+
+    from kgagent.bench.grid import LOCK_FILE
+    from kgagent.memory.lock import try_lock
+
+    grown = tmp_path / "grown.toml"
+    grown.write_text(GRID.replace("seeds = [0]", "seeds = [0, 1]"))
+    folder = tmp_path / "r1"
+    shutil.copytree(ran / "r1", folder)
+    held = try_lock(folder / LOCK_FILE)
+    assert held is not None
+    os.write(held.fd, b"4242\n")
+    before = _snapshot(folder / "cells")
+    opts = BenchOptions(out=folder, plots=False, progress=False)
+    with pytest.raises(BenchError, match=r"another kgagent bench \(pid 4242\) is running cells"):
+        run_grid(load_grid(grown), opts)
+    assert _snapshot(folder / "cells") == before
+    held.release()
+    assert run_grid(load_grid(grown), opts)["ran"] == 2
