@@ -47,7 +47,11 @@ def run_random_keys(cfg: Config, steps: int, log_dir: Path) -> RunSummary:
         with path.open("w") as fh:
             out = RunLogWriter(fh)
             out.write("run", _header(cfg, env, names))
+            ended = False  # the episode ended: the next step starts another (as the runner does)
             for i in range(steps):
+                if ended:
+                    env.reset()
+                    episodes, in_episode, ended = episodes + 1, 0, False
                 index = int(rng.integers(len(names)))
                 key = keys.get(names[index])
                 if key is not None:
@@ -65,9 +69,8 @@ def run_random_keys(cfg: Config, steps: int, log_dir: Path) -> RunSummary:
                     end = "terminated" if term else "episode_limit"
                     info = {"episode": episodes, "steps": in_episode, "reason": end}
                     out.write("episode", {**info, **env.end_info()})
-                    env.reset()
-                    episodes, in_episode = episodes + 1, 0
-            if records:  # the ground truth at the last step (an ended episode was reset since)
+                    ended = True
+            if records:  # the ground truth at the last step
                 last = dict(records[-1]["truth"])
                 last.pop("extra", None)
             else:

@@ -48,7 +48,16 @@ def machine() -> str:
     try:
         import cv2
 
-        parts.append(f"OpenCV SIMD {cv2.getCPUFeaturesLine()}")
+        parts.append(f"OpenCV SIMD {simd_line(cv2.getCPUFeaturesLine())}")
     except Exception:  # noqa: BLE001 - a missing or broken cv2 only shortens the line
         pass
     return "; ".join(parts)
+
+
+def simd_line(features: str) -> str:
+    """OpenCV's CPU features line for people: ``SSE *AVX2 *AVX512-SKX?`` (``*`` built for
+    dispatch, ``?`` not on this CPU) as ``SSE AVX2 (not on this CPU: AVX512-SKX)``."""
+    words = [w.lstrip("*") for w in features.split()]
+    have = [w for w in words if not w.endswith("?")]
+    missing = [w.rstrip("?") for w in words if w.endswith("?")]
+    return " ".join(have) + (f" (not on this CPU: {' '.join(missing)})" if missing else "")

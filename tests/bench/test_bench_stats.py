@@ -130,3 +130,11 @@ def test_a_stored_infinite_t_is_no_spread_to_the_verdict() -> None:
     """Results written before no spread had no t kept t = inf and p = 0 (summary.json)."""
     row = {**_diffs(*[1.0] * 10).as_row(), "t": math.inf, "p": 0.0, "text": "…"}
     assert str(stats.verdict(stats.Paired.from_row(row))) == "not shown (no spread: t undefined)"
+
+
+def test_the_machine_line_says_which_simd_features_the_cpu_lacks() -> None:
+    from kgagent.bench.meta import simd_line
+
+    line = simd_line("SSE SSE2 *SSE4.1 *AVX2 *AVX512-SKX?")
+    assert line == "SSE SSE2 SSE4.1 AVX2 (not on this CPU: AVX512-SKX)"
+    assert simd_line("SSE *AVX2") == "SSE AVX2"

@@ -63,6 +63,10 @@ for _name, _kw in {
 }.items():
     if _name not in gym.registry:
         gym.register(_name, entry_point=LitButton, kwargs=_kw, disable_env_checker=True)
+if "LitButtonShort-v0" not in gym.registry:
+    gym.register(
+        "LitButtonShort-v0", entry_point=LitButton, max_episode_steps=5, disable_env_checker=True
+    )
 
 
 def test_a_player_does_not_draw_the_worlds_numbers() -> None:
@@ -122,3 +126,16 @@ def test_the_games_own_failure_is_one_line_naming_it() -> None:
     assert str(e.value) == "gym:LitButtonFails-v0 failed in step(): RuntimeError: the game broke"
     assert isinstance(e.value.__cause__, RuntimeError)  # --debug shows where
     env.close()
+
+
+def test_random_keys_counts_the_episodes_it_played(tmp_path: Path) -> None:
+    """Ten steps of five-step episodes are two episodes, not three (the runner's count)."""
+    from kgagent.bench.baselines import run_random_keys
+    from kgagent.config import Config
+
+    cfg = Config()
+    cfg.run.env = "gym:LitButtonShort-v0"
+    summary = run_random_keys(cfg, 10, tmp_path)
+    lines = [json.loads(s) for s in Path(summary.log_path).read_text().splitlines()]
+    assert [x["episode"] for x in lines if x["type"] == "episode"] == [1, 2]
+    assert summary.episodes == 2
