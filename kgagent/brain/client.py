@@ -379,7 +379,13 @@ class ChatClient:
                 self._account(response, request, sizes, record)
                 try:
                     try:
-                        args = arguments(response, role, record.mode, cfg.content_json_fallback)
+                        args = arguments(
+                            response,
+                            role,
+                            record.mode,
+                            cfg.content_json_fallback,
+                            prompts.SCHEMAS[role],
+                        )
                     except NoToolCall as e:
                         if e.found is None:
                             raise

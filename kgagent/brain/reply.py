@@ -1,9 +1,10 @@
 """Reading a chat-completions reply: the JSON answer, refusals, truncation, server errors.
 
 Why one module: every server family answers a little differently (a forced tool
-call, JSON in ``content``, JSON wrapped in prose or a code fence, an error body
-that is an object, a string or a bare dict), and the client must tell "the
-server cannot do what was asked" from "the model answered badly".
+call, JSON in ``content``, JSON wrapped in prose or a code fence, after a reasoning
+model's ``<think>`` block, a tool call written as JSON text, an error body that is an
+object, a string or a bare dict), and the client must tell "the server cannot do what
+was asked" from "the model answered badly".
 """
 
 from __future__ import annotations
@@ -86,29 +87,93 @@ def _is_type(value: Any, t: str) -> bool:
 
 
 # --------------------------------------------------------------------- replies
-def json_object_in(text: str) -> dict[str, Any] | None:
-    """The first JSON object in ``text`` (bare, in a code fence, or after some prose)."""
-    if not text or "{" not in text:
-        return None
+_THOUGHT = re.compile(r"<think>.*?</think>", re.I | re.S)
+_OPEN, _CLOSE = "<think>", "</think>"
+#: the keys of a tool call written as text (Llama 3: ``{"name": …, "parameters": {…}}``)
+_CALL_KEYS = frozenset({"name", "parameters", "arguments", "type"})
+
+
+def without_thoughts(text: str) -> tuple[str, bool]:
+    """``text`` without a reasoning model's ``<think>…</think>``; True when the answer is
+    at the end (the thoughts were opened and never closed, so they run up to it).
+
+    A ``</think>`` without its opening tag (a chat template that opens the block in the
+    prompt) ends thoughts that began with the reply.
+    """
+    text = _THOUGHT.sub("", text)
+    close = text.lower().rfind(_CLOSE)
+    if close >= 0:
+        text = text[close + len(_CLOSE) :]
+    rest = text.lstrip()
+    if rest.lower().startswith(_OPEN):
+        return rest[len(_OPEN) :], True
+    return text, False
+
+
+def json_objects_in(text: str) -> list[dict[str, Any]]:
+    """Every JSON object in ``text``, outermost only, in order (bare, in code fences,
+    between prose); a reasoning model's thoughts left out, and last first when they
+    run up to the answer (:func:`without_thoughts`)."""
+    text, answer_last = without_thoughts(text or "")
     decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
     start = text.find("{")
     while start != -1:
         try:
-            value, _ = decoder.raw_decode(text, start)
+            value, end = decoder.raw_decode(text, start)
         except ValueError:
             start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):
+            found.append(value)
+        start = text.find("{", end)
+    return found[::-1] if answer_last else found
+
+
+def json_object_in(text: str) -> dict[str, Any] | None:
+    """The first JSON object in ``text`` (see :func:`json_objects_in`)."""
+    found = json_objects_in(text)
+    return found[0] if found else None
+
+
+def unwrapped(value: dict[str, Any], tool: str) -> dict[str, Any]:
+    """The arguments of a call of ``tool`` written as JSON text (``{"name": tool,
+    "parameters" | "arguments": {…}}``, the way Llama 3 calls tools), else ``value``."""
+    if value.get("name") != tool or not set(value) <= _CALL_KEYS:
+        return value
+    inner = value.get("parameters", value.get("arguments"))
+    if isinstance(inner, str):
+        try:
+            inner = json.loads(inner)
+        except ValueError:
             return value
-        start = text.find("{", start + 1)
-    return None
+    return inner if isinstance(inner, dict) else value
 
 
-def arguments(response: Any, tool: str, mode: str, content_fallback: bool) -> dict[str, Any]:
+def answer_in(text: str, tool: str, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The JSON object in ``text`` that answers ``tool``: the first that validates against
+    ``schema`` (a tool call written as text unwrapped), else the first; None: none."""
+    found = [unwrapped(v, tool) for v in json_objects_in(text)]
+    if not found:
+        return None
+    if schema is not None:
+        return next((v for v in found if not validate(schema, v)), found[0])
+    return found[0]
+
+
+def arguments(
+    response: Any,
+    tool: str,
+    mode: str,
+    content_fallback: bool,
+    schema: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The answer of one reply as a dict, or an :class:`InvalidReply` saying why not.
 
     ``mode`` is how it was asked for (``tools`` / ``json_schema`` / ``text``). A
-    refusal and a cut reply are reported as such before anything is parsed.
+    refusal and a cut reply are reported as such before anything is parsed. In text,
+    ``schema`` (the role's) picks the answer among several JSON objects
+    (:func:`answer_in`).
     """
     choices = getattr(response, "choices", None)
     if not choices:
@@ -139,9 +204,9 @@ def arguments(response: Any, tool: str, mode: str, content_fallback: bool) -> di
             if not isinstance(args, dict):
                 raise InvalidReply("tool arguments are not a JSON object")
             return args
-        found = json_object_in(content) if content_fallback else None
+        found = answer_in(content, tool, schema) if content_fallback else None
         raise NoToolCall(f"no {tool} tool call in the reply", found)
-    found = json_object_in(content)
+    found = answer_in(content, tool, schema)
     if found is None:
         raise InvalidReply(f"no JSON object in the reply ({one_line(content, 60) or 'empty'})")
     return found

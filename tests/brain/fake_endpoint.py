@@ -23,7 +23,14 @@ Two ways to answer:
     in text with its own keys unless the prompt states the shape; no ``usage``;
     sometimes 429 with ``Retry-After``;
   - ``garbage``: answers prose, never JSON;
-  - ``slow``: answers after longer than the client waits.
+  - ``slow``: answers after longer than the client waits;
+  - ``reasoning``: a reasoning model on llama.cpp without ``--jinja`` or a grammar: its
+    answer comes after ``<think>…</think>`` thoughts that hold JSON-like braces, in a
+    code fence;
+  - ``llama3``: ignores ``tools`` and ``response_format`` and writes the tool call as
+    JSON text (``{"name": <tool>, "parameters": {…}}``), as Llama 3 on Ollama does;
+  - ``cutting``: every reply cut at ``max_tokens`` 512 or less, whole above;
+  - ``ratelimited``: every second request is a 429 with ``Retry-After``.
 
   (A dead server is a closed port: see the tests.)
 
@@ -93,6 +100,9 @@ class Profile:
     rate_limit_every: int = 0  # every Nth request is a 429 with Retry-After
     delay_s: float = 0.0
     prose_only: bool = False
+    retry_after: str = "0.05"  # the Retry-After of a 429
+    think: bool = False  # the answer after <think> thoughts, in a code fence
+    tool_as_text: bool = False  # {"name": <tool>, "parameters": answer} as the text
 
 
 PROFILES: dict[str, Profile] = {
@@ -129,8 +139,25 @@ PROFILES: dict[str, Profile] = {
         Profile("plain", tools="ignore", response_format="ignore", usage=False, rate_limit_every=7),
         Profile("garbage", prose_only=True),
         Profile("slow", delay_s=1.0),
+        Profile(
+            "reasoning",
+            tools="reject",
+            tools_status=500,
+            tools_error={"error": {"code": 500, "message": "Unsupported param: tools"}},
+            response_format="reject",
+            think=True,
+        ),
+        Profile("llama3", tools="ignore", response_format="ignore", tool_as_text=True),
+        Profile("cutting", truncate_every=1),
+        Profile("ratelimited", rate_limit_every=2),
     )
 }
+
+#: a reasoning model's thoughts, with braces that parse as JSON objects
+THOUGHTS = (
+    '<think>\nThe user wants a JSON like {"name": ...}. Let me look at the screenshot. '
+    'Something like {"meaningful": false} maybe? No.\n</think>\n\nHere is my answer:\n'
+)
 
 
 def _section(text: str, start: str, end: str | None) -> str:
@@ -267,7 +294,7 @@ class FakeEndpoint:
         usage = None  # filled by _payload from the text when the profile reports usage
         delay = p.delay_s
         if p.rate_limit_every and n % p.rate_limit_every == 0:
-            return self._error(p, 429, "Rate limit reached", {"Retry-After": "0.05"}, delay)
+            return self._error(p, 429, "Rate limit reached", {"Retry-After": p.retry_after}, delay)
         text = _user_text(body)
         if "tools" in body and p.tools == "reject":
             return Reply(status=p.tools_status, error_body=p.tools_error, delay_s=delay)
@@ -284,6 +311,8 @@ class FakeEndpoint:
             role = body["response_format"]["json_schema"]["name"]
         m = _ROLE_IN_TEXT.search(text)
         stated = m.group(1) if m else None
+        if p.tool_as_text and "tools" in body:
+            stated = body["tools"][0]["function"]["name"]  # the model sees the tool
         if role is None and stated is None:
             # no tool used and no shape stated: the model answers with keys of its own
             answer: dict[str, Any] = {"answer": "yes", "explanation": "the screen changed"}
@@ -297,6 +326,11 @@ class FakeEndpoint:
             usage = (100 + len(text) // 4, len(json.dumps(answer)) // 4 + 1)
         if "tools" in body and p.tools == "ok":
             return Reply(tool=role, arguments=answer, usage=usage, delay_s=delay)
+        if p.tool_as_text:
+            return Reply(content=json.dumps({"name": stated, "parameters": answer}), usage=usage)
+        if p.think:
+            fenced = f"```json\n{json.dumps(answer, indent=2)}\n```"
+            return Reply(content=THOUGHTS + fenced, usage=usage, delay_s=delay)
         prefix = "Here is my answer: " if p.tools == "ignore" else ""
         return Reply(content=prefix + json.dumps(answer), usage=usage, delay_s=delay)
 
