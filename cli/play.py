@@ -116,9 +116,14 @@ def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
 )
 @click.option("--seed", type=int, default=None, help="Seed of the game and of the agent (>= 0).")
 @click.option(
-    "--brain-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."
+    "--brain-url",
+    default=None,
+    help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (brain.base_url; wins over "
+    "--set). Default: $OPENAI_BASE_URL, else the OpenAI API when $OPENAI_API_KEY is set.",
 )
-@click.option("--brain-model", default=None, help="Model name at the endpoint.")
+@click.option(
+    "--brain-model", default=None, help="Model name at the endpoint (brain.model; wins over --set)."
+)
 @click.option(
     "--ablation",
     type=click.Choice(ABLATIONS),

@@ -346,7 +346,8 @@ class BrainConfig(Section):
     base_url: str | None = param(
         None,
         "ours",
-        "OpenAI-compatible endpoint (…/v1); none: $OPENAI_BASE_URL if set, else OpenAI's",
+        "OpenAI-compatible endpoint (…/v1, without /chat/completions); none: "
+        "$OPENAI_BASE_URL if set, else OpenAI's; a password in it is masked in messages and logs",
         "starting with http:// or https://, e.g. http://localhost:8000/v1",
         check=http_url,
     )

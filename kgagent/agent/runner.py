@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from kgagent.brain.base import Brain
-from kgagent.brain.endpoint import EndpointUnusable
+from kgagent.brain.endpoint import EndpointUnusable, shown_url
 from kgagent.config import Config
 from kgagent.envs.base import Env
 from kgagent.errors import BudgetExceeded, ConfigError
@@ -448,8 +448,17 @@ class Runner:
             "screen": list(env_size),
             "idle_change": self.idle_change,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "config": self.cfg.to_dict(),
+            "config": _shown_config(self.cfg),
         }
+
+
+def _shown_config(cfg: Config) -> dict[str, Any]:
+    """The configuration as the step log keeps it: a password in the brain's URL masked."""
+    d = cfg.to_dict()
+    brain = d.get("brain", {})
+    if brain.get("base_url"):
+        brain["base_url"] = shown_url(brain["base_url"])
+    return d
 
 
 def _progress(total: int, enabled: bool) -> Any:

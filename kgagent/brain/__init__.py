@@ -21,7 +21,7 @@ from kgagent.brain.base import (
     Usage,
     View,
 )
-from kgagent.brain.endpoint import BASE_URL_ENV, EndpointUnusable, endpoint_url
+from kgagent.brain.endpoint import BASE_URL_ENV, EndpointUnusable, endpoint_url, shown_url
 from kgagent.config import BrainConfig
 from kgagent.config_fields import refusal, spec_of
 from kgagent.errors import ConfigError
@@ -65,8 +65,9 @@ def make_brain(cfg: BrainConfig, *, seed: int = 0, log: Callable[[str], None] = 
     configured = source != "the OpenAI API" or has_key
     if cfg.kind == "vlm" and not configured:
         raise ConfigError(
-            f"brain.kind='vlm' needs an endpoint: set brain.base_url (e.g. "
-            f"http://localhost:8000/v1) or the ${cfg.api_key_env} environment variable"
+            f"brain.kind='vlm' needs an endpoint: set brain.base_url (--brain-url, e.g. "
+            f"http://localhost:8000/v1), ${BASE_URL_ENV}, or ${cfg.api_key_env} for the "
+            "OpenAI API"
         )
     if cfg.kind == "vlm" or (cfg.kind == "auto" and configured):
         from kgagent.brain.vlm import VLMBrain  # the openai SDK only when it is used
@@ -75,10 +76,11 @@ def make_brain(cfg: BrainConfig, *, seed: int = 0, log: Callable[[str], None] = 
             cfg.base_url = url
         brain = VLMBrain(cfg, log=log)
         price = brain.chat
+        shown = shown_url(url)
         where = {
-            "brain.base_url": url,
-            "the OpenAI API": f"the OpenAI API ({url})",
-        }.get(source, f"{url} (from {source})")
+            "brain.base_url": shown,
+            "the OpenAI API": f"the OpenAI API ({shown})",
+        }.get(source, f"{shown} (from {source})")
         log(
             f"brain: vlm, model {cfg.model} at {where} (${price.price_in:g} / "
             f"${price.price_out:g} per million tokens in / out, from {price.price_source})"

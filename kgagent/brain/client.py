@@ -60,7 +60,9 @@ from kgagent.brain.endpoint import (
     body_summary,
     connection_cause,
     endpoint_url,
+    shown_url,
     unfixable,
+    url_secrets,
 )
 from kgagent.brain.images import encode_image
 from kgagent.brain.reply import (
@@ -222,10 +224,13 @@ class ChatClient:
         self._usage = usage
         #: where requests go, and where that came from (brain.base_url, $OPENAI_BASE_URL…)
         self.base_url, self.url_source = endpoint_url(cfg)
+        #: the URL as messages and logs show it: a password in it masked
+        self.shown_url = shown_url(self.base_url)
         secret = os.environ.get(cfg.api_key_env) or ""
         self.key_set = bool(secret)
-        #: takes the key out of any text about the endpoint (messages, notes, errors)
-        self.redact = Redactor(secret)
+        #: takes the key and the URL's password out of any text about the endpoint
+        #: (messages, notes, errors)
+        self.redact = Redactor(secret, *url_secrets(self.base_url))
         self.client = client or openai.OpenAI(
             base_url=self.base_url,
             api_key=secret or "none",
@@ -450,7 +455,9 @@ class ChatClient:
             record.mode
         ):
             self.endpoints.modes[self.key] = record.mode
-        line = f"brain: {self.key[1]} at {self.key[0]} refused {old} ({why}); trying {record.mode}"
+        line = (
+            f"brain: {self.key[1]} at {self.shown_url} refused {old} ({why}); trying {record.mode}"
+        )
         self._note(line.removeprefix("brain: "))
         self._tell(f"step:{old}", line)
         return True
@@ -542,7 +549,7 @@ class ChatClient:
             ct = pricing.completion_tokens(message)
             self._tell(
                 "estimated",
-                f"brain: {self.key[1]} at {self.key[0]} sends no token usage; tokens are "
+                f"brain: {self.key[1]} at {self.shown_url} sends no token usage; tokens are "
                 "estimated (4 characters per token, OpenAI's image rule) and marked so",
             )
         u = self._usage()

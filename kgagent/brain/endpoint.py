@@ -4,9 +4,11 @@
   (the variable the openai SDK reads), else the OpenAI API. The client passes the URL
   to the SDK itself, so the URL kgagent names is the one it uses.
 * Secrets stay out of messages (:class:`Redactor`): a server may quote the key it was
-  sent (``Incorrect API key provided: sk-…``) and the HTTP layer may quote the
-  ``Authorization`` header; every line kgagent prints or logs about the endpoint goes
-  through the redactor first.
+  sent (``Incorrect API key provided: sk-…``), the HTTP layer may quote the
+  ``Authorization`` header, and a URL may carry a password (``http://alice:pw@host/v1``);
+  every line kgagent prints or logs about the endpoint goes through the redactor first,
+  and the URL is shown and recorded as :func:`shown_url` writes it, the password masked.
+  Requests still go to the URL as given.
 * Why a connection failed (:func:`connection_cause`): the SDK says only "Connection
   error."; the cause is further down the exception chain (refused, TLS to a plain-HTTP
   server, a URL without a scheme, a key that is no valid header value).
@@ -24,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from kgagent.brain.reply import html_text, is_html, one_line
 from kgagent.config_checks import http_url
@@ -58,22 +60,49 @@ def endpoint_url(cfg: Any) -> tuple[str, str]:
     if env:
         if not http_url(env):
             raise ConfigError(
-                f"${BASE_URL_ENV} = {env!r} is not an http:// or https:// URL: correct or "
+                f"${BASE_URL_ENV} = {shown_url(env)!r} is not an http:// or https:// URL: correct or "
                 "unset it, or set brain.base_url (which takes precedence)"
             )
         return env, f"${BASE_URL_ENV}"
     return OPENAI_URL, "the OpenAI API"
 
 
+#: what a base URL must not end with: the SDK appends it to every request
+COMPLETIONS_PATH = "/chat/completions"
+
+
 def with_v1(url: str) -> str | None:
-    """``url`` with ``/v1`` appended when its path has no ``v1`` segment, else None."""
-    parts = urlsplit(url)
-    if "v1" in [p for p in parts.path.split("/") if p]:
-        return None
-    return url.rstrip("/") + "/v1"
+    """The base URL ``url`` most likely meant, or None when it looks right.
+
+    ``/v1`` appended when its path has no ``v1`` segment; a pasted request URL
+    (``…/v1/chat/completions``) without its ``/chat/completions``.
+    """
+    base = url.rstrip("/")
+    pasted = base.endswith(COMPLETIONS_PATH)
+    base = base.removesuffix(COMPLETIONS_PATH)
+    if "v1" not in [p for p in urlsplit(base).path.split("/") if p]:
+        return base + "/v1"
+    return base if pasted else None
 
 
 # ------------------------------------------------------------------ redaction
+#: the password of a URL's userinfo: ``scheme://user:PASSWORD@host``
+_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*):([^/\s@]+)@")
+
+
+def shown_url(url: str) -> str:
+    """``url`` as kgagent shows and records it: a password in it masked
+    (``http://alice:***@host/v1``); the user name stays, it names the account."""
+    return _PASSWORD.sub(lambda m: f"{m.group(1)}:{Redactor.MASK}@", url)
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """The password of ``url``'s userinfo, as written and decoded (none: ``()``), for a
+    :class:`Redactor` to find it outside the URL too (a server or library that quotes it)."""
+    password = urlsplit(url).password
+    return (password, unquote(password)) if password else ()
+
+
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s'\"]+")
 #: OpenAI-style secret keys (``sk-…``, ``sk-proj-…``): never shown, whoever's they are
 _SK = re.compile(r"\bsk-[A-Za-z0-9_\-*.…]{6,}")
@@ -83,8 +112,8 @@ _PREFIX_AT = 16
 
 class Redactor:
     """Removes a secret from text: the key itself, any ``Bearer …`` credential, any
-    ``sk-…`` key, and a quoted part of the key that starts like it (a server that shows
-    ``sk-BAD1234…`` of a longer key)."""
+    ``sk-…`` key, a quoted part of the key that starts like it (a server that shows
+    ``sk-BAD1234…`` of a longer key), and the password of any URL (:func:`shown_url`)."""
 
     MASK = "***"
 
@@ -103,7 +132,7 @@ class Redactor:
         for prefix in self._prefixes:
             s = prefix.sub(self.MASK, s)
         s = _BEARER.sub(lambda m: f"{m.group(1)} {self.MASK}", s)
-        return _SK.sub("sk-" + self.MASK, s)
+        return shown_url(_SK.sub("sk-" + self.MASK, s))
 
 
 # ---------------------------------------------------------------- connections
@@ -233,6 +262,8 @@ def setup_error(
     elif kind in (PATH, NOT_API):
         fix = with_v1(url)
         hint = f": did you mean {fix}?" if fix else " (the API's address, e.g. http://host:8000/v1)"
+        if url.rstrip("/").endswith(COMPLETIONS_PATH):
+            hint += f" (kgagent appends {COMPLETIONS_PATH} itself)"
         said = f"its reply is {error}" if kind == NOT_API else error
         what = (
             f"{url.rstrip('/')}/chat/completions is not a chat-completions API ({said}): "

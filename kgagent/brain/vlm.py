@@ -148,7 +148,7 @@ class VLMBrain(Brain):
         self.chat.interrupt()
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.name, "model": self.cfg.model, "endpoint": self.chat.base_url}
+        return {"kind": self.name, "model": self.cfg.model, "endpoint": self.chat.shown_url}
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """USD for a token count at this model's prices (:mod:`kgagent.brain.pricing`)."""
@@ -415,7 +415,7 @@ class VLMBrain(Brain):
             raise setup_error(
                 record.unfixable,
                 record.error,
-                url=chat.base_url,
+                url=chat.shown_url,
                 model=self.cfg.model,
                 key_env=self.cfg.api_key_env,
                 key_set=chat.key_set,

@@ -91,6 +91,16 @@ def test_a_base_url_without_v1_gets_a_hint(endpoint):
     assert with_v1("http://h:1/api/v1") is None and with_v1("http://h:1/") == "http://h:1/v1"
 
 
+def test_a_pasted_chat_completions_url_gets_the_same_hint(endpoint):
+    """The request URL pasted as base_url: the SDK appends /chat/completions again."""
+    b = brain_for(endpoint, base_url=f"{endpoint.base_url}/chat/completions/")
+    msg = evaluate_raises(b)
+    assert f"{endpoint.base_url}/chat/completions/chat/completions is not a" in msg
+    assert f"did you mean {endpoint.base_url}? (kgagent appends /chat/completions itself)" in msg
+    assert with_v1("http://h:1/chat/completions") == "http://h:1/v1"
+    assert with_v1("http://h:1/api/v1/chat/completions") == "http://h:1/api/v1"
+
+
 def test_once_answered_the_same_failures_degrade(endpoint):
     b = brain_for(endpoint, max_retries=3)
     endpoint.push(tool_reply("evaluate", EVAL_OK))

@@ -453,8 +453,9 @@ def test_make_brain_choices(monkeypatch):
     assert b.client.api_key == "sk-test"
 
     monkeypatch.delenv("KGAGENT_TEST_KEY")
-    with pytest.raises(ConfigError, match="base_url"):
+    with pytest.raises(ConfigError, match="base_url") as e:
         make_brain(BrainConfig(kind="vlm", api_key_env="KGAGENT_TEST_KEY"), log=logs.append)
+    assert "$OPENAI_BASE_URL, or $KGAGENT_TEST_KEY" in str(e.value)  # every way to name one
     with pytest.raises(ConfigError, match="brain.kind"):
         make_brain(BrainConfig(kind="gpt"), log=logs.append)
     b = make_brain(BrainConfig(kind="offline", base_url="http://x/v1"), seed=3, log=logs.append)
