@@ -169,11 +169,15 @@ class RunSummary:
     # who answered the VLM roles, and how (None: not recorded; older logs, killed runs)
     brain: str | None = None  # vlm | offline
     brain_model: str | None = None
-    brain_endpoint: str | None = None  # the base URL requests went to
+    brain_endpoint: str | None = None  # the base URL requests went to (a password masked)
     brain_calls: int | None = None  # role calls
     brain_requests: int | None = None  # HTTP requests, retries and steps down included
+    brain_retries: int | None = None  # of the requests, sent again after a failed one ...
+    brain_rate_limited: int | None = None  # ... of them after HTTP 429 ...
+    brain_rate_limit_wait_s: float | None = None  # ... and the seconds waited before those
     brain_failed_calls: int | None = None  # role calls the endpoint could not answer
     brain_offline_calls: int | None = None  # answered offline: failed, paused, known, stopping
+    brain_unanswered_calls: int | None = None  # no answer at all: the run stopped during them
     #: some tokens were estimated (replies without usage), so the cost is an estimate too
     cost_estimated: bool = False
     #: what a desktop run acted on (the bound window, or the region), as its header says
@@ -244,16 +248,35 @@ class RunSummary:
         if self.brain == "offline":
             return [("brain", who), ("role calls", f"{calls} (answered offline, no requests)")]
         figures = (
-            f"{calls}: {_known(self.brain_requests)} requests, "
+            f"{calls}: {_plural(self.brain_requests, 'request')}{self._retried()}, "
             f"{_known(self.brain_failed_calls)} failed, "
             f"{_known(self.brain_offline_calls)} answered offline"
         )
+        if n := self.brain_unanswered_calls:
+            figures += f", {n} unanswered (the run stopped during {'it' if n == 1 else 'them'})"
         return [("brain", who), ("role calls", figures)]
+
+    def _retried(self) -> str:
+        """`` (4 retried after HTTP 429, 4.0 s waited)``: the requests that were retries."""
+        retries, limited = self.brain_retries or 0, self.brain_rate_limited or 0
+        if not retries:
+            return ""
+        waited = f"{self.brain_rate_limit_wait_s or 0.0:.1f} s waited"
+        if limited == retries:
+            return f" ({retries} retried after HTTP 429, {waited})"
+        if limited:
+            return f" ({retries} retried, {limited} of them after HTTP 429, {waited})"
+        return f" ({retries} retried)"
 
 
 def _known(n: int | None, unit: str = "") -> str:
     """A graph figure of the summary; ``-`` where the run ended before it was counted."""
     return "-" if n is None else f"{n}{unit}"
+
+
+def _plural(n: int | None, noun: str) -> str:
+    """``1 request``, ``2 requests``, ``- requests`` (not counted)."""
+    return f"{_known(n)} {noun}" + ("" if n == 1 else "s")
 
 
 def _by_path(by_path: dict[str, list[int]]) -> str:
@@ -294,8 +317,9 @@ def summarise(
     """Build a summary from step-log dicts (shared by the runner and `kgagent runs show`).
     ``stats``: the memory's graph at the end (``GraphStats``); None when not known (a run
     killed before its summary line): its figures are then None. ``brain``: the brain's
-    ``figures()`` (kind, model, endpoint, calls, requests, failed_calls, offline_calls);
-    None when not known: the brain fields are then None."""
+    ``figures()`` (kind, model, endpoint, calls, requests, retries, rate_limited,
+    rate_limit_wait_s, failed_calls, offline_calls, unanswered_calls); None when not
+    known: the brain fields are then None."""
 
     def graph(name: str) -> int | None:
         return None if stats is None else int(stats.get(name, 0))
@@ -342,8 +366,12 @@ def summarise(
         brain_endpoint=b.get("endpoint"),
         brain_calls=b.get("calls"),
         brain_requests=b.get("requests"),
+        brain_retries=b.get("retries"),
+        brain_rate_limited=b.get("rate_limited"),
+        brain_rate_limit_wait_s=b.get("rate_limit_wait_s"),
         brain_failed_calls=b.get("failed_calls"),
         brain_offline_calls=b.get("offline_calls"),
+        brain_unanswered_calls=b.get("unanswered_calls"),
     )
 
 

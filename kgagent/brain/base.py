@@ -115,6 +115,14 @@ class Usage:
     #: role calls answered by the offline rules without a request: the endpoint failed,
     #: its circuit breaker was open, or the answer was known (nothing changed)
     offline_calls: int = 0
+    #: role calls that got no answer at all: the run stopped during them (the budget,
+    #: an unusable endpoint), so ``calls`` = answered by the model + offline + these
+    unanswered_calls: int = 0
+    #: of ``requests``, those sent again after a failed one (backoff retries) ...
+    retries: int = 0
+    #: ... of them after HTTP 429 (rate limited), and the seconds waited before those
+    rate_limited: int = 0
+    rate_limit_wait_s: float = 0.0
 
     @property
     def tokens(self) -> int:
@@ -184,14 +192,19 @@ class Brain(ABC):
 
     def figures(self) -> dict[str, Any]:
         """:meth:`describe` and the running totals of the run summary: role calls, HTTP
-        requests, failed calls, calls answered offline."""
+        requests (retries, those after HTTP 429 and the seconds waited for them), failed
+        calls, calls answered offline, calls left unanswered."""
         u = self.usage
         return {
             **self.describe(),
             "calls": u.calls,
             "requests": u.requests,
+            "retries": u.retries,
+            "rate_limited": u.rate_limited,
+            "rate_limit_wait_s": round(u.rate_limit_wait_s, 3),
             "failed_calls": u.failed_calls,
             "offline_calls": u.offline_calls,
+            "unanswered_calls": u.unanswered_calls,
         }
 
     @abstractmethod

@@ -18,11 +18,17 @@ remembered per endpoint (base URL + model) for the rest of the process
 some models reject (``max_tokens`` → ``max_completion_tokens``, ``temperature``)
 are adapted the same way.
 
+With ``brain.mode`` fixed, there is nowhere to step down to: a server that refuses
+that mode by name (llama.cpp without ``--jinja``, an Ollama model without tools)
+ends the call as a failure that asking again cannot fix (``endpoint.MODE``).
+
 A refusal (``message.refusal``) ends the call; a reply cut at ``max_tokens``
-(``finish_reason == "length"``) is asked again once with twice the tokens, then
-the call gives up. Timeouts, connection errors, 408/409/429/5xx and unusable
-replies are retried up to ``max_retries`` times with exponential backoff (a
-``Retry-After`` header replaces the delay, capped). Every reply is billed to
+(``finish_reason == "length"``) is asked again once with twice the tokens, and the
+raised limit is remembered for the endpoint like a mode (said once); cut again, at
+the raised limit, the call gives up (the limit is raised once, not without end). Timeouts, connection errors, 408/409/429/5xx and unusable replies are
+retried up to ``max_retries`` times with exponential backoff (a ``Retry-After`` header
+replaces the delay, capped); the retries, and those after HTTP 429 with the seconds
+waited, are counted in :class:`~kgagent.brain.base.Usage`. Every reply is billed to
 :class:`~kgagent.brain.base.Usage`, exact from ``usage`` or estimated and marked
 (:mod:`kgagent.brain.pricing`). Errors keep the server's own message, on one line,
 with the key taken out (:class:`~kgagent.brain.endpoint.Redactor`).
@@ -55,6 +61,7 @@ import openai
 from kgagent.brain import pricing, prompts
 from kgagent.brain.base import Usage
 from kgagent.brain.endpoint import (
+    MODE,
     NOT_API,
     Redactor,
     body_summary,
@@ -104,6 +111,11 @@ class CallRecord:
     unfixable: str = ""
     #: the call ended because the run is stopping (no request, or one abandoned)
     stopped: bool = False
+    #: requests sent again after a failed one (backoff retries) ...
+    retries: int = 0
+    #: ... of them after HTTP 429, and the seconds waited before those
+    rate_limited: int = 0
+    rate_limit_wait_s: float = 0.0
 
 
 class RequestAbandoned(KeyboardInterrupt):
@@ -332,12 +344,14 @@ class ChatClient:
             (label, *encode_image(img, cfg.image_max_side, cfg.image_format, cfg.jpeg_quality))
             for label, img in images
         ]
-        max_tokens = cfg.max_output_tokens
-        raised = False
+        raised_limits = params.setdefault("max_tokens", {})  # configured → raised
+        max_tokens = raised_limits.get(cfg.max_output_tokens, cfg.max_output_tokens)
+        raised = max_tokens != cfg.max_output_tokens  # raised once, by this call or before
         while record.attempts <= retries:
             if self.stopping:
                 record.stopped, record.error = True, STOPPING
                 return None
+            limited = False
             request = self._request(role, record.mode, text, encoded, max_tokens, params)
             sizes = [size for _, _, size in encoded]
             self._check_budget(request, sizes)
@@ -361,10 +375,15 @@ class ChatClient:
                 if kind:
                     record.unfixable = kind
                     break  # asking again, or otherwise, will not help
-                if self._form_refused(e) and self._step_down(record, msg, sure=self._names_mode(e)):
-                    continue
+                if self._form_refused(e):
+                    if self._step_down(record, msg, sure=self._names_mode(e)):
+                        continue
+                    if self._fixed_mode_refused(record, e):
+                        record.unfixable = MODE
+                        break
                 if e.status_code not in RETRY_STATUSES and e.status_code < 500:
                     break  # 400/422... once negotiation has nothing left: asking again will not help
+                limited = e.status_code == 429
                 after = retry_after(e)
                 if after is not None:
                     delay = min(after, cfg.retry_after_cap_s)
@@ -408,7 +427,7 @@ class ChatClient:
                     record.error = f"reply cut at max_tokens ({max_tokens})"
                     if raised or max_tokens is None:
                         break
-                    max_tokens, raised = max_tokens * 2, True
+                    max_tokens, raised = self._raise_limit(max_tokens, raised_limits), True
                     continue
                 except NoToolCall as e:
                     record.error = str(e)
@@ -425,8 +444,28 @@ class ChatClient:
             record.attempts += 1
             if record.attempts <= retries and not self.stopping:
                 wait = delay if delay is not None else cfg.backoff_s * 2 ** (record.attempts - 1)
+                self._count_retry(record, wait, limited)
                 self._cut_short("wait before a retry", self._sleep, wait)
         return None
+
+    def _count_retry(self, record: CallRecord, wait: float, limited: bool) -> None:
+        """A retry is coming after ``wait`` s; ``limited``: the server said HTTP 429."""
+        u = self._usage()
+        record.retries += 1
+        u.retries += 1
+        if limited:
+            record.rate_limited += 1
+            record.rate_limit_wait_s += wait
+            u.rate_limited += 1
+            u.rate_limit_wait_s += wait
+
+    def _raise_limit(self, cut: int, raised_limits: dict[int | None, int]) -> int:
+        """Twice ``cut`` tokens, remembered for the endpoint's later calls (said once)."""
+        raised_limits[self.cfg.max_output_tokens] = more = cut * 2
+        line = f"replies were cut at {cut} tokens; using {more} (set brain.max_output_tokens)"
+        self._note(line)
+        self._tell(f"max_tokens:{more}", f"brain: {line}")
+        return more
 
     # ------------------------------------------------------------- negotiation
     def _form_refused(self, e: openai.APIStatusError) -> bool:
@@ -434,6 +473,11 @@ class ChatClient:
             return True
         text = server_message(e).lower()
         return e.status_code >= 500 and any(w in text for w in FORM_WORDS)
+
+    def _fixed_mode_refused(self, record: CallRecord, e: openai.APIStatusError) -> bool:
+        """The server refuses, by name, the mode that ``brain.mode`` fixes: every call
+        would be refused alike."""
+        return self.settings.mode != "auto" and record.mode != "text" and self._names_mode(e)
 
     @staticmethod
     def _names_mode(e: openai.APIStatusError) -> bool:

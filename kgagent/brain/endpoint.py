@@ -14,7 +14,9 @@
   server, a URL without a scheme, a key that is no valid header value).
 * Failures that cannot fix themselves (:func:`unfixable`, :func:`setup_error`): a key
   refused (401, 403), nothing at the URL or no such model (404, a "model not found"
-  message), a model that takes no images, a server that answers only streamed requests.
+  message), a model that takes no images, a server that answers only streamed requests,
+  and a server that refuses the answer mode ``brain.mode`` fixes (``MODE``: the client
+  decides that one, since only it knows whether another mode is allowed).
   On an endpoint that has not answered once in a run, they end the run with one line
   that names the cause and what to check.
 * Replies that are not a chat completion (:func:`body_summary`): an HTML page, an empty
@@ -194,6 +196,8 @@ _STREAM_ONLY = re.compile(
 _MODE_WORDS = ("tool", "jinja", "response_format", "json_schema", "grammar", "function")
 
 KEY, ACCESS, MODEL, PATH, IMAGES, STREAM = "key", "access", "model", "path", "images", "stream"
+#: the server refuses the answer mode that brain.mode fixes (tools, response_format)
+MODE = "mode"
 #: a 2xx reply that is no chat completion (an HTML page, ``OK``) from an endpoint that never
 #: answered one: something else lives at the URL (client.NotACompletion)
 NOT_API = "not_api"
@@ -229,8 +233,15 @@ def unfixable(status: int, message: str, body: Any = None) -> str | None:
     return None
 
 
-def failure_text(kind: str, error: str) -> str:
-    """A failed call's note for an unfixable failure (``error``: ``HTTP 400: …``)."""
+#: what each fixed mode asks the server for, as a refusal names it
+_MODE_ASKS = {"tools": "tools", "json_schema": "response_format (json_schema)"}
+
+
+def failure_text(kind: str, error: str, mode: str = "") -> str:
+    """A failed call's note for an unfixable failure (``error``: ``HTTP 400: …``;
+    ``mode``: the answer mode the call used)."""
+    if kind == MODE:
+        return f"the server refuses {_MODE_ASKS.get(mode, mode)} ({error}) and {_fixed(mode)}"
     if kind == IMAGES:
         return f"the model takes no images, and kgagent shows it screenshots ({error})"
     if kind == STREAM:
@@ -238,12 +249,39 @@ def failure_text(kind: str, error: str) -> str:
     return error
 
 
+def _fixed(mode: str) -> str:
+    return f"brain.mode={mode} allows no other"
+
+
+def _mode_fix(mode: str, error: str) -> str:
+    """How to get answers from a server that refuses the fixed ``mode``."""
+    fix = "use brain.mode=auto"
+    if "jinja" in error.lower():
+        return fix + ", or start llama-server with --jinja"
+    if mode == "tools":
+        return fix + ", or a model whose chat template has tools"
+    return fix + " or text"
+
+
 def setup_error(
-    kind: str, error: str, *, url: str, model: str, key_env: str, key_set: bool
+    kind: str,
+    error: str,
+    *,
+    url: str,
+    model: str,
+    key_env: str,
+    key_set: bool,
+    mode: str = "",
 ) -> EndpointUnusable:
-    """The one-line error that ends a run whose endpoint never answered (see :func:`unfixable`)."""
+    """The one-line error that ends a run whose endpoint never answered (see :func:`unfixable`).
+
+    ``url`` as it may be shown (:func:`shown_url`); ``mode``: the answer mode of the call.
+    """
     at = f"the VLM endpoint {url}"
-    if kind == KEY:
+    if kind == MODE:
+        asks = _MODE_ASKS.get(mode, mode)
+        what = f"{at} refuses {asks} ({error}) and {_fixed(mode)}: {_mode_fix(mode, error)}"
+    elif kind == KEY:
         sent = "" if key_set else f"; ${key_env} is not set, so no key was sent"
         what = (
             f"{at} refused the API key ({error}): check the key in ${key_env} "

@@ -36,7 +36,8 @@ The first Ctrl-C of a run (:meth:`VLMBrain.interrupt`) stops the requests: the o
 flight is abandoned, and the step's remaining role calls are answered offline, noted.
 
 Accounting: :attr:`Brain.usage` holds running totals (tokens — exact or marked
-estimated —, cost, calls, requests); the loop logs the difference per step, and
+estimated —, cost, calls, requests, retries and those after HTTP 429 with the seconds
+waited, calls the run stopped during); the loop logs the difference per step, and
 :attr:`VLMBrain.last_call` describes the most recent role call. Only
 :class:`BudgetExceeded` and :class:`~kgagent.brain.endpoint.EndpointUnusable` escape.
 """
@@ -79,6 +80,7 @@ from kgagent.brain.relevance import (
 from kgagent.brain.reply import InvalidReply, validate
 from kgagent.brain.settings import BrainSettings
 from kgagent.config import BrainConfig
+from kgagent.errors import BudgetExceeded
 
 __all__ = ["CallRecord", "InvalidReply", "VLMBrain", "image_data_url", "validate"]
 
@@ -403,15 +405,26 @@ class VLMBrain(Brain):
             return fallback()
         retries = 0 if self.breaker.struggling else self.cfg.max_retries
         before = self.usage.requests
-        record, result = self.chat.call(role, text, images, check, retries=retries)
-        self.requests_by_role[role] += self.usage.requests - before
+        try:
+            record, result = self.chat.call(role, text, images, check, retries=retries)
+        except BudgetExceeded:
+            self.usage.unanswered_calls += 1  # the run stops here
+            raise
+        finally:
+            self.requests_by_role[role] += self.usage.requests - before
         self.last_call = record
+        if record.rate_limited:
+            self.note(
+                f"{role}: rate limited (HTTP 429) {record.rate_limited} time(s); "
+                f"{record.rate_limit_wait_s:.1f} s waited before retrying"
+            )
         if record.stopped:  # not the endpoint's failure: no breaker, no failed call
             self.usage.offline_calls += 1
             self.note(f"{role}: offline answer ({record.error})")
             return fallback()
         if record.unfixable and not self.chat.answered:
             chat = self.chat
+            self.usage.unanswered_calls += 1  # the run stops here
             raise setup_error(
                 record.unfixable,
                 record.error,
@@ -419,9 +432,10 @@ class VLMBrain(Brain):
                 model=self.cfg.model,
                 key_env=self.cfg.api_key_env,
                 key_set=chat.key_set,
+                mode=record.mode,
             )
         if record.unfixable:
-            record.error = failure_text(record.unfixable, record.error)
+            record.error = failure_text(record.unfixable, record.error, record.mode)
         if record.ok:
             if self.breaker.success():
                 self.note("endpoint answers again: back to the VLM")
@@ -429,6 +443,7 @@ class VLMBrain(Brain):
             return result
         self.usage.failed_calls += 1
         if self.cfg.on_failure == "stop":
+            self.usage.unanswered_calls += 1  # the run stops here
             raise EndpointUnusable(
                 f"the run stopped: {role} failed after {record.requests} request(s): "
                 f"{record.error} (brain.on_failure=stop)"

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kgagent.brain import prompts
 from kgagent.brain.base import Judgement
 from kgagent.brain.client import EndpointMemory
+from kgagent.brain.endpoint import EndpointUnusable
 from kgagent.brain.vlm import VLMBrain
 
 from .fake_endpoint import PROFILES, Reply, tool_reply
@@ -132,12 +135,12 @@ def test_truncation_raises_max_tokens_once(endpoint):
     assert b.evaluate(skill(), transition()).consistent is True
     assert [r["body"]["max_tokens"] for r in endpoint.requests] == [300, 600]
     assert b.usage.failed_calls == 0
-    # cut twice: give up for that call (no identical retries)
-    endpoint.push(cut, cut, tool_reply("evaluate", EVAL_OK))
+    # cut at the raised limit: give up for that call (no identical retries, no more raising)
+    endpoint.push(cut, tool_reply("evaluate", EVAL_OK))
     b.evaluate(skill(), transition())
-    assert [r["body"]["max_tokens"] for r in endpoint.requests[2:]] == [300, 600]
+    assert [r["body"]["max_tokens"] for r in endpoint.requests[2:]] == [600]
     assert b.last_call.error == "reply cut at max_tokens (600)" and b.usage.failed_calls == 1
-    assert b.cfg.max_output_tokens == 300  # the next call starts from the configured value
+    assert b.cfg.max_output_tokens == 300  # the configuration is left as the user set it
 
 
 def test_max_completion_tokens_and_temperature_are_adapted(endpoint):
@@ -188,3 +191,62 @@ def test_a_server_ignoring_tools_is_remembered_while_answers_stay_bad(endpoint):
     b.evaluate(skill(), transition())
     b.evaluate(skill(), transition())
     assert kinds(endpoint) == ["tools", "json_schema", "json_schema"]
+
+
+@pytest.mark.parametrize(
+    "profile, fix",
+    [
+        ("llamacpp", "use brain.mode=auto, or start llama-server with --jinja"),
+        ("ollama", "use brain.mode=auto, or a model whose chat template has tools"),
+    ],
+)
+def test_a_fixed_mode_the_server_refuses_stops_at_once(endpoint, profile, fix):
+    endpoint.profile = PROFILES[profile]
+    b = brain_for(endpoint, mode="tools", max_retries=3)
+    with pytest.raises(EndpointUnusable) as e:
+        b.evaluate(skill(), transition())
+    said = PROFILES[profile].tools_error["error"]["message"]
+    assert f"refuses tools (HTTP {PROFILES[profile].tools_status}: {said})" in str(e.value)
+    assert f"and brain.mode=tools allows no other: {fix}" in str(e.value)
+    assert len(endpoint.requests) == 1 and "\n" not in str(e.value)
+
+
+def test_a_fixed_mode_refused_after_answers_degrades(endpoint):
+    b = brain_for(endpoint, mode="json_schema", max_retries=3)
+    endpoint.push(Reply(content=EVAL_JSON))
+    b.evaluate(skill(), transition())
+    endpoint.default = Reply(status=400, message="response_format is not supported")
+    tr = transition()
+    assert b.evaluate(skill(), tr) == offline_of(b).evaluate(skill(), tr)
+    assert len(endpoint.requests) == 2
+    assert b.last_call.error == (
+        "the server refuses response_format (json_schema) (HTTP 400: response_format is not "
+        "supported) and brain.mode=json_schema allows no other"
+    )
+
+
+def test_a_raised_max_tokens_is_remembered_and_said_once(endpoint):
+    endpoint.profile = PROFILES["cutting"]  # cut at 512, whole at 1024
+    memory = EndpointMemory()
+    logs: list[str] = []
+    b = VLMBrain(make_cfg(endpoint, max_output_tokens=512), log=logs.append, endpoints=memory)
+    for _ in range(3):
+        assert b.evaluate(skill(), transition()).reason == "looked at it"
+    b2 = VLMBrain(make_cfg(endpoint, max_output_tokens=512), log=logs.append, endpoints=memory)
+    b2.evaluate(skill(), transition())
+    assert [r["body"]["max_tokens"] for r in endpoint.requests] == [512, 1024, 1024, 1024, 1024]
+    line = "replies were cut at 512 tokens; using 1024 (set brain.max_output_tokens)"
+    assert logs.count(f"brain: {line}") == 1 and b.take_notes() == [line]
+
+
+def test_rate_limit_retries_are_counted_and_noted(endpoint):
+    endpoint.profile = PROFILES["ratelimited"]  # every second request: 429, Retry-After 0.05
+    b = brain_for(endpoint, max_retries=3)
+    for _ in range(3):  # ok; 429 then ok; 429 then ok
+        b.evaluate(skill(), transition())
+    u = b.usage
+    assert (u.calls, u.requests, u.failed_calls) == (3, 5, 0)
+    assert (u.retries, u.rate_limited) == (2, 2) and u.rate_limit_wait_s == pytest.approx(0.1)
+    assert b.figures()["rate_limited"] == 2
+    note = "evaluate: rate limited (HTTP 429) 1 time(s); 0.1 s waited before retrying"
+    assert b.take_notes() == [note, note]

@@ -124,4 +124,6 @@ def test_budget_stops_the_run(tmp_path):
         ep.stop()
     assert s.stopped == "budget" and 0 < s.steps < 200
     assert 0 < s.cost_usd <= 0.02 and brain.usage.estimated_tokens == brain.usage.tokens
+    assert s.brain_unanswered_calls == brain.usage.unanswered_calls == 1  # the refused call
+    assert "1 unanswered (the run stopped during it)" in s.format_table()
     assert any(line.startswith("stopping: VLM budget of $0.0200 reached") for line in logs)

@@ -46,7 +46,9 @@ def test_summary_names_the_brain_and_its_calls_and_marks_an_estimated_cost(tmp_p
     assert s.cost_estimated and s.cost_usd > 0
     table = s.format_table()
     assert f"vlm: model gpt-4.1-mini at {ep.base_url}" in table
-    assert f"{u.calls}: {u.requests} requests, {u.failed_calls} failed," in table
+    assert f"{u.calls}: {u.requests} requests (" in table and f", {u.failed_calls} failed," in table
+    assert s.brain_retries == u.retries and s.brain_rate_limited == u.rate_limited > 0
+    assert "after HTTP 429" in table  # the bare proxy rate-limits every 7th request
     assert "100 steps, estimated: replies without token counts)" in table
     line = read_log(the_log(tmp_path))[2]
     assert line["brain_requests"] == u.requests and line["cost_estimated"] is True
@@ -114,6 +116,36 @@ def test_old_and_rebuilt_summaries_read_without_the_brain_figures():
     assert "role calls        -: - requests, - failed, - answered offline" in vlm.format_table()
 
 
+def brain_row(**figures) -> str:
+    """The summary table's ``role calls`` row for these brain figures."""
+    brain = {"kind": "vlm", "model": "m", "endpoint": "http://h/v1", **figures}
+    s = summarise(
+        [], env="x", seed=0, ablation="full", stats=None, truth={}, stopped="steps",
+        duration_s=0.0, brain=brain,
+    )  # fmt: skip
+    (row,) = [line for line in s.format_table().splitlines() if line.startswith("role calls")]
+    return row.removeprefix("role calls").strip()
+
+
+def test_role_calls_count_retries_rate_limits_and_calls_left_unanswered():
+    none = dict(failed_calls=0, offline_calls=0)
+    assert brain_row(calls=1, requests=1, **none) == "1: 1 request, 0 failed, 0 answered offline"
+    limited = dict(retries=4, rate_limited=4, rate_limit_wait_s=4.0)
+    assert brain_row(calls=4, requests=8, **limited, **none).startswith(
+        "4: 8 requests (4 retried after HTTP 429, 4.0 s waited), 0 failed"
+    )
+    mixed = dict(retries=5, rate_limited=4, rate_limit_wait_s=4.0)
+    assert "9 requests (5 retried, 4 of them after HTTP 429, 4.0 s waited)" in brain_row(
+        calls=4, requests=9, **mixed, **none
+    )
+    assert "3 requests (1 retried)," in brain_row(calls=2, requests=3, retries=1, **none)
+    # the call the budget refused: calls = answered by the model + offline + unanswered
+    stopped = brain_row(calls=10, requests=7, failed_calls=0, offline_calls=2, unanswered_calls=1)
+    assert stopped == (
+        "10: 7 requests, 0 failed, 2 answered offline, 1 unanswered (the run stopped during it)"
+    )
+
+
 def test_a_refused_key_stops_the_run_in_one_line(tmp_path):
     ep = FakeEndpoint().start()
     ep.default = Reply(status=401, message="Incorrect API key provided")
@@ -130,6 +162,7 @@ def test_a_refused_key_stops_the_run_in_one_line(tmp_path):
     assert len(ep.requests) == 1
     _, steps, summary = read_log(the_log(tmp_path))
     assert summary["stopped"] == "endpoint" and summary["steps"] == len(steps) < 200
+    assert summary["brain_unanswered_calls"] == 1  # the call the run stopped during
 
 
 def test_on_failure_stop_ends_the_run_at_the_first_failed_call(tmp_path):
