@@ -37,10 +37,22 @@ class EncoderSpec:
     identity: str
     dim: int
     thresholds: tuple[float, float]  # the encoder's default (θ_merge, θ_simi)
+    #: The weights file (or pretrained tag) it was loaded from, recorded so that a
+    #: refusal can say what to set; None when there is none (pixel, in-memory models).
+    weights: str | None = None
+    #: Identities earlier versions gave these same weights: a memory recorded under
+    #: one of them accepts this encoder's features.
+    aliases: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, encoder: Any) -> EncoderSpec:
-        return cls(encoder.identity, int(encoder.dim), tuple(encoder.default_thresholds))
+        return cls(
+            encoder.identity,
+            int(encoder.dim),
+            tuple(encoder.default_thresholds),
+            getattr(encoder, "weights", None),
+            tuple(getattr(encoder, "aliases", ())),
+        )
 
 
 def new_id(prefix: str, seq: int) -> str:

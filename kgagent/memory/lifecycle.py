@@ -47,11 +47,52 @@ def _encoder_dict(encoder: EncoderSpec | None) -> dict[str, Any] | None:
     """An encoder as the manifest records it."""
     if encoder is None:
         return None
-    return {
+    recorded: dict[str, Any] = {
         "identity": encoder.identity,
         "dim": encoder.dim,
         "thresholds": list(encoder.thresholds),
     }
+    if encoder.weights:
+        recorded["weights"] = encoder.weights
+    return recorded
+
+
+def _same_encoder(recorded: dict[str, Any], encoder: EncoderSpec) -> bool:
+    """Whether ``encoder`` makes the features the manifest's encoder made (its identity or
+    one that earlier versions gave the same weights, and the same dimension)."""
+    names = (encoder.identity, *encoder.aliases)
+    return recorded["identity"] in names and int(recorded["dim"]) == encoder.dim
+
+
+def _encoder_fix(recorded: dict[str, Any], offered: EncoderSpec, clip_model: str) -> str:
+    """How to offer the features of the encoder the manifest records, in a few words
+    (``clip_model``: the configured ``perception.clip_model``)."""
+    kind, _, rest = str(recorded["identity"]).partition(":")
+    model, _, tag = rest.partition(":")
+    weights = recorded.get("weights")
+    if kind == "pixel":
+        return "set perception.encoder=pixel"
+    if kind != "clip" or tag == "in-memory":
+        return "use the encoder it was built with"
+    from_file = tag.startswith(("sha256-", "visual-sha256-"))
+    if from_file and weights and weights == offered.weights and clip_model == model:
+        return f"{weights} has changed since (its weights hash differently): restore that file"
+    use = "" if offered.identity.startswith("clip:") else "perception.encoder=clip and "
+    if clip_model != model:
+        use += f"perception.clip_model={model} and "
+    if not from_file:
+        return f"set {use}perception.clip_weights={tag}"
+    if weights:
+        return f"set {use}perception.clip_weights={weights}"
+    return f"set {use}perception.clip_weights to the file it was built with"
+
+
+def _built_from(recorded: dict[str, Any]) -> str:
+    """`` from <file>`` when the manifest names the weights file its encoder was loaded from."""
+    weights = recorded.get("weights")
+    if not weights or str(recorded["identity"]).endswith(f":{weights}"):
+        return ""  # none recorded, or a pretrained tag that the identity already names
+    return f" from {weights}"
 
 
 def thetas(config: Config, encoder: dict[str, Any] | None) -> tuple[float, float]:
@@ -384,11 +425,13 @@ class Lifecycle(MemoryCore):
                 raise MemoryStoreError(
                     "this memory has no encoder yet; it cannot take features read-only"
                 )
-        elif recorded["identity"] != encoder.identity or int(recorded["dim"]) != encoder.dim:
+        elif not _same_encoder(recorded, encoder):
+            clip_model = self.config.perception.clip_model
             raise EncoderMismatchError(
-                f"this memory was built with encoder {recorded['identity']} ({recorded['dim']}-d); "
-                f"features from {encoder.identity} ({encoder.dim}-d) cannot join it. Use the same "
-                "perception.encoder / clip_weights, or start a new memory with --memory"
+                f"this memory was built with encoder {recorded['identity']} ({recorded['dim']}-d)"
+                f"{_built_from(recorded)}; features from {encoder.identity} ({encoder.dim}-d) "
+                f"cannot join it: {_encoder_fix(recorded, encoder, clip_model)}, or start a new memory with "
+                "--memory"
             )
 
     def _check_encoder(self, encoder: EncoderSpec | None) -> dict[str, Any] | None:

@@ -14,8 +14,9 @@ encoder silently.
 
 from __future__ import annotations
 
-import hashlib
+import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,16 @@ import numpy as np
 from kgagent.config import PerceptionConfig
 from kgagent.errors import ConfigError, WeightsUnavailable
 from kgagent.perception.device import torch_device
+from kgagent.perception.weights import (
+    file_tag,
+    mismatch,
+    one_line,
+    path_problem,
+    quiet_open_clip,
+    shapes,
+    tensor_tag,
+    unreadable,
+)
 
 __all__ = ["ClipEncoder", "PixelEncoder", "make_encoder"]
 
@@ -142,10 +153,17 @@ class ClipEncoder:
 
     ``cfg.clip_weights`` is either a local file (a state dict saved from the same
     architecture: ``.pt``/``.pth``/``.bin`` read with ``torch.load(weights_only=True)``,
-    or ``.safetensors``) or an open_clip pretrained tag such as ``"openai"``
+    or ``.safetensors``; the whole model, or its image tower alone, with or without the
+    ``visual.`` prefix) or an open_clip pretrained tag such as ``"openai"``
     (downloaded by open_clip, so it needs internet once). Anything that cannot
-    be loaded raises :class:`WeightsUnavailable`; there are no random weights
-    behind the user's back.
+    be loaded raises :class:`WeightsUnavailable` in one line saying what is wrong;
+    there are no random weights behind the user's back.
+
+    The identity of weights from a file is a hash of the image tower's tensors as
+    loaded (``clip:<model>:visual-sha256-…``), so a ``.pt`` and a ``.safetensors`` of
+    the same weights, or the tower exported alone, are one encoder. ``aliases`` holds
+    the identity earlier versions gave a whole-model file (a hash of its bytes), so
+    memories built with it still open.
 
     Screens are squashed to the model's square input rather than centre-cropped:
     a GUI state is the whole screen, and a crop would drop side panels.
@@ -171,7 +189,12 @@ class ClipEncoder:
 
         self._torch = torch
         self.device = torch_device(cfg.device)
-        name = cfg.clip_model
+        self.model_name = name = cfg.clip_model
+        #: What the manifest records to say how to rebuild this encoder: a path or a tag.
+        self.weights: str | None = None
+        #: Where the weights came from, for the start line.
+        self.source = "an in-memory model"
+        self.aliases: tuple[str, ...] = ()
         if model is None:
             model, tag = self._load(open_clip, name, cfg.clip_weights)
         model.to(self.device)
@@ -200,34 +223,47 @@ class ClipEncoder:
             os.sep in weights or weights.endswith(_WEIGHT_SUFFIXES) or Path(weights).exists()
         )
         if looks_like_file:
-            path = Path(weights).expanduser()
-            if not path.is_file():
-                raise WeightsUnavailable(_clip_hint(name, f"CLIP weights file {path} not found"))
-            tag = _file_tag(path)
-            pretrained = str(path)
-        else:
-            tags = open_clip.list_pretrained_tags_by_model(name)
-            if weights not in tags:
-                raise WeightsUnavailable(
-                    _clip_hint(
-                        name,
-                        f"{weights!r} is neither a file nor a pretrained tag of "
-                        f"{name} (tags: {', '.join(tags) or 'none'})",
-                    )
-                )
-            tag = weights
-            pretrained = weights
-        try:
-            model, _, _ = open_clip.create_model_and_transforms(
-                name, pretrained=pretrained, device=self.device, weights_only=True
-            )
-        except Exception as e:  # noqa: BLE001 - any failure means "these weights are unusable"
-            first = str(e).splitlines()[0][:160] if str(e) else ""
+            return self._load_file(open_clip, name, Path(weights).expanduser())
+        return self._load_tag(open_clip, name, weights)
+
+    def _load_file(self, open_clip: Any, name: str, path: Path) -> tuple[Any, str]:
+        """The model with the file's weights, whole or its image tower, and its identity tag."""
+        problem = path_problem(path, "CLIP weights file")
+        if problem:
+            raise WeightsUnavailable(_clip_hint(name, problem))
+        with quiet_open_clip():
+            model = open_clip.create_model(name, pretrained=None, device="cpu")
+        part = _load_clip_file(open_clip, model, name, path)
+        self.weights = str(path.absolute())
+        self.source = str(path) + (" (image tower only)" if part == "visual" else "")
+        if part == "whole":  # the identity earlier versions gave it: its bytes' hash
+            self.aliases = (f"clip:{name}:{file_tag(path)}",)
+        return model, "visual-" + tensor_tag(model.visual)
+
+    def _load_tag(self, open_clip: Any, name: str, tag: str) -> tuple[Any, str]:
+        """The model with open_clip's pretrained ``tag``: from the local cache, else downloaded."""
+        tags = open_clip.list_pretrained_tags_by_model(name)
+        if tag not in tags:
             raise WeightsUnavailable(
                 _clip_hint(
-                    name, f"cannot load CLIP weights {weights!r} ({type(e).__name__}: {first})"
+                    name,
+                    f"{tag!r} is neither a file nor a pretrained tag of "
+                    f"{name} (tags: {', '.join(tags) or 'none'})",
                 )
-            ) from None
+            )
+        problem = _tag_unreachable(open_clip, name, tag)
+        if problem:
+            raise WeightsUnavailable(_clip_hint(name, problem, tag_failed=True))
+        try:
+            with quiet_open_clip():
+                model, _, _ = open_clip.create_model_and_transforms(
+                    name, pretrained=tag, device="cpu", weights_only=True
+                )
+        except Exception as e:  # noqa: BLE001 - any failure means "these weights are unusable"
+            why = f"cannot load open_clip tag {tag!r} ({type(e).__name__}: {one_line(e, 160)})"
+            raise WeightsUnavailable(_clip_hint(name, why, tag_failed=True)) from None
+        self.weights = tag
+        self.source = f"open_clip tag {tag!r}"
         return model, tag
 
     def encode(self, images: Sequence[np.ndarray]) -> np.ndarray:
@@ -249,21 +285,128 @@ class ClipEncoder:
         return out
 
 
-def _clip_hint(model: str, why: str) -> str:
-    return (
-        f"{why}: set perception.clip_weights to a local {model} state-dict file "
-        "(.pt/.bin/.safetensors) or to an open_clip tag such as 'openai' (needs internet once), "
-        "or use perception.encoder=pixel"
+def _clip_hint(model: str, why: str, *, tag_failed: bool = False, fits: str | None = None) -> str:
+    """``why``, then how to give CLIP weights that load (never the kind that just failed)."""
+    other = (
+        f"perception.clip_model={fits} to use this file, or perception.clip_weights to a "
+        f"{model} state-dict file"
+        if fits
+        else f"perception.clip_weights to a local {model} state-dict file (.pt/.bin/.safetensors)"
+    )
+    if not tag_failed and not fits:
+        other += " or to an open_clip tag such as 'openai' (needs internet once)"
+    return f"{why}: set {other}, or use perception.encoder=pixel"
+
+
+def _load_clip_file(open_clip: Any, model: Any, name: str, path: Path) -> str:
+    """Load ``path`` into ``model``: ``"whole"``, or ``"visual"`` for an image tower alone.
+
+    A whole model goes through open_clip's own loader (its format conversions); only
+    when that fails is the file read again, to load an image tower or to say what differs.
+    """
+    try:
+        with quiet_open_clip():
+            open_clip.load_checkpoint(model, str(path), strict=True, weights_only=True)
+        return "whole"
+    except Exception as e:  # noqa: BLE001 - explained below from the file's own tensors
+        failure = e
+    try:
+        state = open_clip.factory.load_state_dict(str(path), weights_only=True)
+    except Exception as e:  # noqa: BLE001 - not a state dict at all
+        why = f"CLIP weights file {path} is {unreadable(e)}"
+        raise WeightsUnavailable(_clip_hint(name, why)) from None
+    visual = _visual_part(model, state)
+    if visual is not None:
+        expected, found, prefix = model.visual.state_dict(), visual, "visual."
+    else:
+        expected, found, prefix = model.state_dict(), state, ""
+    want = {prefix + k: s for k, s in shapes(expected).items()}
+    have = {prefix + k: s for k, s in shapes(found).items()}
+    diff = mismatch(want, have, name)
+    if diff is None and visual is not None:
+        try:
+            model.visual.load_state_dict(visual, strict=True)
+            return "visual"
+        except Exception as e:  # noqa: BLE001 - reported below
+            failure = e
+    guess = _guess_clip_model(open_clip, have)
+    fits = guess if guess and guess != name else None
+    why = diff or f"{type(failure).__name__}: {one_line(failure, 160)}"
+    if fits:
+        why += f" — the file looks like {fits}"
+    raise WeightsUnavailable(
+        _clip_hint(name, f"cannot load CLIP weights {str(path)!r} as {name} ({why})", fits=fits)
     )
 
 
-def _file_tag(path: Path) -> str:
-    """Short content hash of a weights file, so identities change when weights do."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256-" + h.hexdigest()[:12]
+def _visual_part(model: Any, state: dict[str, Any]) -> dict[str, Any] | None:
+    """The image tower's state dict when ``state`` holds nothing else (``visual.*`` keys, or
+    the tower's own keys); None for a whole model (or something else)."""
+    if state and all(k.startswith("visual.") for k in state):
+        return {k[len("visual.") :]: v for k, v in state.items()}
+    keys = state.keys()
+    in_tower = len(keys & model.visual.state_dict().keys())
+    in_model = len(keys & model.state_dict().keys())
+    return dict(state) if in_tower > in_model else None
+
+
+_RESBLOCK = re.compile(r"^visual\.transformer\.resblocks\.(\d+)\.")
+
+
+def _guess_clip_model(open_clip: Any, found: dict[str, tuple[int, ...]]) -> str | None:
+    """The open_clip ViT whose image tower has the file's width, patch, depth, input size and
+    embedding size (the shortest name of those that fit); None when the file does not say."""
+    conv, pos = found.get("visual.conv1.weight"), found.get("visual.positional_embedding")
+    if not conv or len(conv) != 4 or not pos:
+        return None
+    width, patch = int(conv[0]), int(conv[-1])
+    grid = math.isqrt(max(0, int(pos[0]) - 1))
+    layers = len({int(m.group(1)) for k in found if (m := _RESBLOCK.match(k))})
+    proj = found.get("visual.proj")
+    want = {"width": width, "patch_size": patch, "layers": layers, "image_size": grid * patch}
+    fits = []
+    for m in open_clip.list_models():
+        c = open_clip.get_model_config(m) or {}
+        vision = c.get("vision_cfg", {})
+        if all(vision.get(k) == v for k, v in want.items()) and (
+            proj is None or c.get("embed_dim") == int(proj[-1])
+        ):
+            fits.append(m)
+    return min(fits, key=lambda m: (len(m), m)) if fits else None
+
+
+def _tag_unreachable(open_clip: Any, name: str, tag: str) -> str | None:
+    """Why the weights of ``tag`` cannot be had now, or None (cached, or the hub answers).
+
+    huggingface_hub retries an unreachable hub for about a minute per file, printing
+    every retry; one probe without retries tells the same in seconds. Tags that
+    open_clip fetches from a URL, not the hub, fail fast by themselves.
+    """
+    pretrained = open_clip.get_pretrained_cfg(name, tag)
+    hub_id = pretrained.get("hf_hub", "")
+    if not hub_id or "file" in pretrained:
+        return None
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
+    from huggingface_hub.errors import HfHubHTTPError
+
+    repo, filename = os.path.split(hub_id)
+    filename = filename or open_clip.pretrained.HF_WEIGHTS_NAME
+    names = [*open_clip.pretrained._get_safe_alternatives(filename), filename]
+    if any(isinstance(try_to_load_from_cache(repo, f), str) for f in names):
+        return None
+    where = f"not in the Hugging Face cache ({constants.HF_HUB_CACHE})"
+    if constants.HF_HUB_OFFLINE:
+        return f"open_clip tag {tag!r} is {where} and HF_HUB_OFFLINE is set"
+    try:
+        get_hf_file_metadata(hf_hub_url(repo, names[0]), timeout=10)
+    except HfHubHTTPError:
+        return None  # the hub answered: open_clip will try the file names it knows
+    except Exception as e:  # noqa: BLE001 - no answer at all: offline, DNS, proxy, timeout
+        return (
+            f"open_clip tag {tag!r} is {where} and {constants.ENDPOINT} cannot be reached "
+            f"({type(e).__name__}: {one_line(e, 100)})"
+        )
+    return None
 
 
 # --------------------------------------------------------------------------------------- factory
@@ -276,19 +419,20 @@ def make_encoder(cfg: PerceptionConfig, *, log: Log = print) -> Any:
     ``"auto"`` uses CLIP when ``cfg.clip_weights`` is set (weights that cannot be
     loaded are the same error: a memory made with the pixel encoder instead would
     refuse CLIP's features once the path is mended); without weights it says once,
-    through ``log``, that it uses the pixel encoder and why. The
+    through ``log``, that it uses the pixel encoder and why. A loaded CLIP says so
+    in one ``log`` line: its model, where the weights came from, its identity. The
     returned encoder's ``identity`` is what memory records, so a memory built
     with one encoder refuses features from the other.
     """
     kind = cfg.encoder
     if kind == "pixel":
         return PixelEncoder(cfg)
-    if kind == "clip":
-        return ClipEncoder(cfg)
-    if kind != "auto":
+    if kind not in ("clip", "auto"):
         raise ConfigError(f"perception.encoder={kind!r}; use auto, clip or pixel")
-    if cfg.clip_weights:
-        return ClipEncoder(cfg)
+    if kind == "clip" or cfg.clip_weights:
+        enc = ClipEncoder(cfg)
+        log(f"encoder: CLIP {enc.model_name} from {enc.source} ({enc.identity})")
+        return enc
     log(
         "encoder: no CLIP weights configured (perception.clip_weights); using the pixel "
         "encoder (pixel:v1). Set perception.clip_weights=PATH or a tag to use CLIP ViT-B/32."

@@ -14,7 +14,6 @@ memory receives look alike whichever segmenter produced them.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,15 @@ from kgagent.errors import ConfigError, WeightsUnavailable
 from kgagent.perception.base import Segment
 from kgagent.perception.change import to_gray
 from kgagent.perception.device import torch_device
+from kgagent.perception.weights import (
+    file_tag,
+    guess_sam_model,
+    mismatch,
+    one_line,
+    path_problem,
+    shapes,
+    unreadable,
+)
 
 __all__ = [
     "OpenCVSegmenter",
@@ -330,9 +338,12 @@ class SamSegmenter:
         import torch  # lazy: importing kgagent.perception must stay torch-free
 
         self.cfg = cfg = cfg or PerceptionConfig()
-        device = torch_device(cfg.device)
+        self.device = device = torch_device(cfg.device)
+        #: Where the weights came from, for the start line.
+        self.source = "an in-memory model"
         if model is None:
             model, tag = _load_sam(cfg)
+            self.source = str(Path(cfg.sam_checkpoint).expanduser())
         else:
             tag = "in-memory"
         model.to(device)
@@ -376,20 +387,37 @@ class SamSegmenter:
         return _finalize(img, cands, self.cfg)
 
 
+_SAM_HINT = (
+    "download a Segment Anything checkpoint (e.g. sam_vit_b_01ec64.pth) and set "
+    "perception.sam_checkpoint=PATH, or use perception.segmenter=opencv"
+)
+
+
 def _load_sam(cfg: PerceptionConfig) -> tuple[Any, str]:
     """Build ``cfg.sam_model`` and load ``cfg.sam_checkpoint`` without unpickling."""
-    import torch
-
-    hint = (
-        "download a Segment Anything checkpoint (e.g. sam_vit_b_01ec64.pth) and set "
-        "perception.sam_checkpoint=PATH, or use perception.segmenter=opencv"
-    )
     if not cfg.sam_checkpoint:
-        raise WeightsUnavailable(f"no SAM checkpoint configured: {hint}")
+        raise WeightsUnavailable(f"no SAM checkpoint configured: {_SAM_HINT}")
     path = Path(cfg.sam_checkpoint).expanduser()
-    if not path.is_file():
-        raise WeightsUnavailable(f"SAM checkpoint {path} does not exist: {hint}")
-    if cfg.sam_model == "vit_t":
+    problem = path_problem(path, "SAM checkpoint")
+    if problem:
+        raise WeightsUnavailable(f"{problem}: {_SAM_HINT}")
+    registry = _sam_registry(cfg.sam_model)
+    state = _read_sam_state(path)
+    _refuse_misfit(registry, cfg.sam_model, path, state)
+    model = registry[cfg.sam_model](checkpoint=None)
+    try:
+        model.load_state_dict(state, strict=True)
+    except Exception as e:  # noqa: BLE001 - any failure means "these weights are unusable"
+        raise WeightsUnavailable(
+            f"SAM checkpoint {path} cannot be loaded as {cfg.sam_model} "
+            f"({type(e).__name__}: {one_line(e, 160)}): {_SAM_HINT}"
+        ) from None
+    return model, file_tag(path)
+
+
+def _sam_registry(name: str) -> Any:
+    """segment_anything's (or mobile_sam's, for vit_t) model builders, checked to know ``name``."""
+    if name == "vit_t":
         try:
             from mobile_sam import sam_model_registry  # type: ignore[import-not-found]
         except ImportError:
@@ -398,32 +426,46 @@ def _load_sam(cfg: PerceptionConfig) -> tuple[Any, str]:
             ) from None
     else:
         from segment_anything import sam_model_registry
-    if cfg.sam_model not in sam_model_registry:
-        raise ConfigError(
-            f"perception.sam_model={cfg.sam_model!r}; known: vit_b, vit_l, vit_h, vit_t"
-        )
+    if name not in sam_model_registry:
+        raise ConfigError(f"perception.sam_model={name!r}; known: vit_b, vit_l, vit_h, vit_t")
+    return sam_model_registry
+
+
+def _read_sam_state(path: Path) -> dict[str, Any]:
+    """The checkpoint's state dict (``{"model": ...}`` unwrapped), read before a model is built."""
+    import torch
+
     try:
-        # Read the file before building the model: a corrupt file fails fast.
         state = torch.load(str(path), map_location="cpu", weights_only=True)
-        if isinstance(state, dict) and "model" in state and isinstance(state["model"], dict):
-            state = state["model"]
-        model = sam_model_registry[cfg.sam_model](checkpoint=None)
-        model.load_state_dict(state, strict=True)
-    except Exception as e:  # noqa: BLE001 - any failure means "these weights are unusable"
+    except Exception as e:  # noqa: BLE001 - truncated, not a checkpoint, or not plain tensors
+        raise WeightsUnavailable(f"SAM checkpoint {path} is {unreadable(e)}: {_SAM_HINT}") from None
+    if isinstance(state, dict) and isinstance(state.get("model"), dict):
+        state = state["model"]
+    if not isinstance(state, dict):
         raise WeightsUnavailable(
-            f"SAM checkpoint {path} cannot be loaded as {cfg.sam_model} "
-            f"({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}): {hint}"
-        ) from None
-    return model, _file_tag(path)
+            f"SAM checkpoint {path} holds a {type(state).__name__}, not a state dict: {_SAM_HINT}"
+        )
+    return state
 
 
-def _file_tag(path: Path) -> str:
-    """Short content hash of a weights file, so identities change when weights do."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256-" + h.hexdigest()[:12]
+def _refuse_misfit(registry: Any, name: str, path: Path, state: dict[str, Any]) -> None:
+    """Refuse, in one line, a checkpoint whose tensors do not fit ``name``, saying which SAM
+    it looks like. The model compared against is built without memory (on torch's meta
+    device), so a wrong file costs no full model build."""
+    import torch
+
+    with torch.device("meta"):
+        expected = shapes(registry[name](checkpoint=None).state_dict())
+    found = shapes(state)
+    diff = mismatch(expected, found, name)
+    if diff is None:
+        return
+    guess = guess_sam_model(found)
+    fix = _SAM_HINT
+    if guess and guess != name:
+        diff += f" — the file looks like {guess}"
+        fix = f"set perception.sam_model={guess}, or use a {name} checkpoint"
+    raise WeightsUnavailable(f"SAM checkpoint {path} cannot be loaded as {name} ({diff}): {fix}")
 
 
 # --------------------------------------------------------------------------------------- factory
@@ -435,19 +477,42 @@ def make_segmenter(cfg: PerceptionConfig, *, log: Log = print) -> Any:
     ``"sam"`` fails with :class:`WeightsUnavailable` when the checkpoint cannot
     be loaded; ``"auto"`` uses SAM when a checkpoint is configured (one that cannot be
     loaded is the same error: the user asked for SAM), and otherwise says once,
-    through ``log``, that it uses the OpenCV segmenter and why.
+    through ``log``, that it uses the OpenCV segmenter and why. A loaded SAM says so in
+    one ``log`` line (model, checkpoint, device, identity), and in a second when it will
+    take minutes per screen on the CPU.
     """
     kind = cfg.segmenter
     if kind == "opencv":
         return OpenCVSegmenter(cfg)
-    if kind == "sam":
-        return SamSegmenter(cfg)
-    if kind != "auto":
+    if kind not in ("sam", "auto"):
         raise ConfigError(f"perception.segmenter={kind!r}; use auto, sam or opencv")
-    if cfg.sam_checkpoint:
-        return SamSegmenter(cfg)
+    if kind == "sam" or cfg.sam_checkpoint:
+        seg = SamSegmenter(cfg)
+        log(f"segmenter: SAM {cfg.sam_model} from {seg.source} on {seg.device} ({seg.identity})")
+        slow = _slow_on_cpu(seg)
+        if slow:
+            log(slow)
+        return seg
     log(
         "segmenter: no SAM checkpoint configured (perception.sam_checkpoint); "
         "using the OpenCV segmenter"
     )
     return OpenCVSegmenter(cfg)
+
+
+#: Up to this many points per side SAM on a CPU needs no warning (36 s per screen at 4,
+#: docs/benchmarks.md); more, and it is slower still.
+CPU_POINTS_PER_SIDE = 4
+
+
+def _slow_on_cpu(seg: SamSegmenter) -> str | None:
+    """A note that SAM on the CPU with more than a few points per side is very slow, or None."""
+    n = seg.points_per_side
+    if seg.device.type != "cpu" or n <= CPU_POINTS_PER_SIDE:
+        return None
+    return (
+        f"segmenter: SAM on the CPU is slow with a {n}×{n} point grid (36 s per screen at 4×4 "
+        "on a 2-core CPU, docs/benchmarks.md; minutes at 32×32); set "
+        f"perception.device=cuda, perception.sam_points_per_side={CPU_POINTS_PER_SIDE} "
+        "or perception.segmenter=opencv"
+    )

@@ -99,33 +99,71 @@ def test_make_segmenter_auto_falls_back_once_and_sam_needs_a_checkpoint(tmp_path
     assert logs == []
     with pytest.raises(WeightsUnavailable, match="sam_checkpoint"):
         make_segmenter(PerceptionConfig(segmenter="sam"))
-    with pytest.raises(WeightsUnavailable, match="does not exist"):
+    with pytest.raises(WeightsUnavailable, match="no.pth not found"):
         make_segmenter(PerceptionConfig(segmenter="sam", sam_checkpoint=str(tmp_path / "no.pth")))
     garbage = tmp_path / "sam.pth"
     garbage.write_bytes(b"not a checkpoint" * 100)
-    with pytest.raises(WeightsUnavailable, match="cannot be loaded"):
+    with pytest.raises(WeightsUnavailable, match="is truncated or not a checkpoint"):
         make_segmenter(PerceptionConfig(segmenter="sam", sam_checkpoint=str(garbage)))
     logs.clear()  # a checkpoint configured for auto that does not load: no quiet OpenCV
-    with pytest.raises(WeightsUnavailable, match="cannot be loaded"):
+    with pytest.raises(WeightsUnavailable, match="is truncated or not a checkpoint"):
         make_segmenter(PerceptionConfig(segmenter="auto", sam_checkpoint=str(garbage)))
+    with pytest.raises(WeightsUnavailable, match=f"SAM checkpoint {tmp_path} is a directory"):
+        make_segmenter(PerceptionConfig(segmenter="sam", sam_checkpoint=str(tmp_path)))
 
 
-@pytest.mark.slow
-def test_sam_random_weights_end_to_end_through_a_checkpoint_file(tmp_path):
-    """The path users take (a checkpoint file), with random weights: plumbing, not quality.
-
-    SAM's image encoder always runs at 1024 px, ~15 s on a 2-core CPU, so this
-    is the only SAM forward pass in the suite; a 4×4 point grid keeps decoding short.
-    """
+@pytest.fixture(scope="module")
+def sam_vit_b(tmp_path_factory) -> str:
+    """A SAM vit_b checkpoint with random weights, saved the way the released ones are."""
     import torch
     from segment_anything import sam_model_registry
 
+    torch.manual_seed(0)
+    ckpt = tmp_path_factory.mktemp("sam") / "sam_vit_b_random.pth"
+    torch.save(sam_model_registry["vit_b"](checkpoint=None).state_dict(), ckpt)
+    return str(ckpt)
+
+
+@pytest.mark.slow
+def test_a_checkpoint_of_another_sam_says_which_it_looks_like(sam_vit_b):
+    with pytest.raises(WeightsUnavailable) as info:
+        make_segmenter(
+            PerceptionConfig(segmenter="sam", sam_model="vit_l", sam_checkpoint=sam_vit_b)
+        )
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert f"SAM checkpoint {sam_vit_b} cannot be loaded as vit_l (size mismatch: " in msg
+    assert "image_encoder.pos_embed [1,64,64,768] in the file vs [1,64,64,1024] for vit_l" in msg
+    assert "; missing 168 keys, e.g. image_encoder.blocks.12." in msg
+    assert "— the file looks like vit_b): set perception.sam_model=vit_b" in msg
+
+
+@pytest.mark.slow
+def test_a_loaded_sam_says_so_and_warns_of_a_large_grid_on_the_cpu(sam_vit_b):
+    logs: list[str] = []
+    cfg = PerceptionConfig(segmenter="auto", sam_checkpoint=sam_vit_b)
+    seg = make_segmenter(cfg, log=logs.append)
+    assert seg.identity.startswith("sam:vit_b:sha256-")
+    assert logs[0] == f"segmenter: SAM vit_b from {sam_vit_b} on cpu ({seg.identity})"
+    assert len(logs) == 2 and "SAM on the CPU is slow with a 32×32 point grid" in logs[1]
+    assert "perception.sam_points_per_side=4" in logs[1]
+    logs.clear()
+    cfg.sam_points_per_side = 4
+    make_segmenter(cfg, log=logs.append)
+    assert len(logs) == 1  # a small grid: the start line only
+
+
+@pytest.mark.slow
+def test_sam_random_weights_end_to_end_through_a_checkpoint_file(sam_vit_b):
+    """The path users take (a checkpoint file), with random weights: plumbing, not quality.
+
+    SAM's image encoder always runs at 1024 px (36 s per screen on a 2-core CPU,
+    docs/benchmarks.md), so this is the only SAM forward pass in the suite; a 4×4
+    point grid keeps decoding short.
+    """
     from kgagent.perception import SamSegmenter
 
-    torch.manual_seed(0)
-    ckpt = tmp_path / "sam_vit_b_random.pth"
-    torch.save(sam_model_registry["vit_b"](checkpoint=None).state_dict(), ckpt)
-    cfg = PerceptionConfig(segmenter="sam", sam_model="vit_b", sam_checkpoint=str(ckpt))
+    cfg = PerceptionConfig(segmenter="sam", sam_model="vit_b", sam_checkpoint=sam_vit_b)
     seg = SamSegmenter(cfg, points_per_side=4, pred_iou_thresh=0.0, stability_score_thresh=0.0)
     assert isinstance(seg, Segmenter)
     assert seg.identity.startswith("sam:vit_b:sha256-") and seg.points_per_side == 4
