@@ -254,7 +254,7 @@ class Runner:
                 started = True
                 out = RunLogWriter(fh)
                 reader = str(getattr(agent.observer.reader, "identity", "?"))
-                header = self._header(encoder, brain, env.size)
+                header = self._header(encoder, segmenter, brain, env.size)
                 out.write("run", {**header, "reader": reader, "target": target})
                 try:
                     for _ in range(n_steps):
@@ -435,7 +435,11 @@ class Runner:
             )
 
     def _header(
-        self, encoder: StateEncoder, brain: Brain, env_size: tuple[int, int]
+        self,
+        encoder: StateEncoder,
+        segmenter: Segmenter,
+        brain: Brain,
+        env_size: tuple[int, int],
     ) -> dict[str, Any]:
         return {
             "log_version": LOG_VERSION,
@@ -443,6 +447,7 @@ class Runner:
             "seed": self.cfg.run.seed,
             "ablation": self.cfg.run.ablation,
             "encoder": getattr(encoder, "identity", "?"),
+            "segmenter": getattr(segmenter, "identity", type(segmenter).__name__),
             "brain": getattr(brain, "name", "?"),
             "memory": str(self.memory_path),
             "screen": list(env_size),

@@ -181,3 +181,9 @@ def test_runs_list_names_the_brain_and_no_err_without_executions(played, tmp_pat
     assert [r["log"] for r in json.loads(rounds.stdout)] == ["a.jsonl", "b.jsonl"]
     empty = run("runs", "show", str(tmp_path))
     assert empty.exit_code == 1 and f"no step logs in {tmp_path}" in empty.stderr
+
+
+def test_the_step_log_header_names_the_encoder_and_the_segmenter(played) -> None:
+    _, s = played
+    header = json.loads(Path(s["log_path"]).read_text().splitlines()[0])
+    assert (header["encoder"], header["segmenter"]) == ("pixel:v1", "opencv:v1")
