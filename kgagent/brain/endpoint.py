@@ -199,7 +199,7 @@ KEY, ACCESS, MODEL, PATH, IMAGES, STREAM = "key", "access", "model", "path", "im
 #: the server refuses the answer mode that brain.mode fixes (tools, response_format)
 MODE = "mode"
 #: a 2xx reply that is no chat completion (an HTML page, ``OK``) from an endpoint that never
-#: answered one: something else lives at the URL (client.NotACompletion)
+#: answered one: something else lives at the URL (response.NotACompletion)
 NOT_API = "not_api"
 
 
