@@ -13,8 +13,3 @@ COMMIT;
 
 // name: tx_rollback
 ROLLBACK;
-
-// name: checkpoint
-// At a writer's close: the write-ahead log into the database file, so a reader that opens
-// it read-only beside the closing writer does not find a checkpoint left pending.
-CHECKPOINT;

@@ -15,7 +15,6 @@ transaction control is a named query (``queries/_transaction.cypher``).
 from __future__ import annotations
 
 import atexit
-import contextlib
 import importlib
 import os
 import sys
@@ -222,9 +221,6 @@ class GraphDB:
         if self._broken:
             _abandon(self._conn, self._db)
             return
-        if not self.read_only and not self._in_tx:
-            with contextlib.suppress(Exception):  # the close's own checkpoint still runs
-                self.execute(queries.get("checkpoint").text)
         try:
             self._conn.close()
         finally:
