@@ -10,7 +10,7 @@ takes seconds to read (a Crafter memory after four rounds: about 4 s, most of it
 304,507 similarity edges); beside a run that writes every step, the view would then read
 all the time, on cores the agent needs. So a snapshot is also kept for
 ``read_share`` (4) times as long as it took to read: the view reads at most a fifth of
-the time.
+the time. A read that failed (a writer's checkpoint) is tried again after ``refresh_s``.
 
 Everything here reads: the memory is opened with ``read_only=True`` and every
 query is a named query from ``queries/view.cypher`` (or a public method of
@@ -130,7 +130,14 @@ class MemorySource:
         snap = self._snap
         now = time.monotonic()
         if snap is not None and not force:
-            if now - snap.taken < max(self.refresh_s, self.read_share * self._read_s):
+            # a failed read cost one refused open: asked again after refresh_s, not after
+            # read_share read-times (the error, a writer's checkpoint, lasts a moment)
+            hold = (
+                self.refresh_s
+                if snap.error
+                else max(self.refresh_s, self.read_share * self._read_s)
+            )
+            if now - snap.taken < hold:
                 return snap
             sig = self.signature()
             if sig == snap.signature:

@@ -384,3 +384,36 @@ def test_a_memory_held_by_a_writer_costs_one_quick_try_per_refresh(
     for _ in range(5):
         src.snapshot()
     assert len(tries) == 1  # not asked again before the refresh
+
+
+def test_a_failed_read_is_asked_again_after_the_refresh_not_after_four_read_times(
+    played: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """A read that met a writer's checkpoint cost one refused open: the next snapshot after
+    ``refresh_s`` reads again, although a good read of this memory took long (read_share
+    keeps those for four read-times). The view beside a run that just ended showed the
+    checkpoint's error for seconds after it was over."""
+    import os
+    import shutil
+
+    from kgagent.errors import MemoryStoreError
+
+    mem = tmp_path / "copy"
+    shutil.copytree(played, mem)
+    src = MemorySource(mem, refresh_s=0.0)
+    first = src.snapshot()
+    src._read_s = 3600.0  # as if the read had taken an hour
+    first.taken -= 4 * 3600.0 + 1  # ... and four hours have passed
+    opened = Memory.open
+
+    def checkpointing(*a, **k):
+        raise MemoryStoreError(
+            "Cannot open database in read-only mode while checkpoint recovery is pending"
+        )
+
+    monkeypatch.setattr(Memory, "open", checkpointing)
+    os.utime(mem / "manifest.json", ns=(1, 1))  # a write by the agent: the signature changes
+    assert "checkpoint" in (src.snapshot().error or "")
+    monkeypatch.setattr(Memory, "open", opened)
+    again = src.snapshot()
+    assert again.error is None and again is not first and len(again.states) == len(first.states)
