@@ -14,6 +14,7 @@ in-process mirror of the table (:class:`~kgagent.memory.exact_index.ExactIndex`)
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,13 +34,19 @@ JOURNAL = "journal.kgv"
 DELETE_BATCH = 200
 
 
+#: where in LanceDB's Rust sources an error was raised (", /root/.cargo/…/structural.rs:191:9")
+_RUST_PLACE = re.compile(r",?\s*\S+\.rs:\d+:\d+")
+
+
 @contextmanager
 def _lance(what: str, directory: Path) -> Iterator[None]:
     """LanceDB's errors (a full disk, a damaged table) as one line."""
     try:
         yield
     except (RuntimeError, OSError, ValueError) as e:
-        msg = " ".join(str(e).split())[:300] or e.__class__.__name__
+        msg = _RUST_PLACE.sub("", " ".join(str(e).split()))[:300] or e.__class__.__name__
+        if "no space left" in msg.lower():
+            msg += "; free some space on that disk and run again"
         raise MemoryStoreError(f"LanceDB could not {what} at {directory}: {msg}") from None
 
 
@@ -211,7 +218,8 @@ class VectorStore:
         if len(contents):
             have: set[tuple[str, int]] = set()
             if self._table is not None:
-                tab = self._table.to_arrow()
+                with _lance("read the vectors", self.directory):
+                    tab = self._table.to_arrow()
                 have = set(zip(tab.column("id").to_pylist(), tab.column("rev").to_pylist()))
             todo = [
                 (sid, rev, vec)
@@ -219,7 +227,9 @@ class VectorStore:
                 if (sid, rev) not in have
             ]
             if todo:
-                self._append(todo)
+                # on failure the journal keeps the records: the next open moves them
+                with _lance("take the vector journal's records", self.directory):
+                    self._append(todo)
             self.journal.clear()
         return contents.torn_bytes
 

@@ -153,6 +153,38 @@ def test_journal_replay_after_a_crash_between_append_and_clear(tmp_path) -> None
     assert fresh._table.count_rows() == 3
 
 
+def test_a_journal_that_lancedb_cannot_take_at_open_is_one_line_and_kept(
+    tmp_path, monkeypatch
+) -> None:
+    """A full disk while an open moves the journal into LanceDB (``check --repair`` after a
+    run stopped on a full disk): one line without LanceDB's Rust source place, saying what
+    to do; the journal keeps its records for the next open."""
+    from kgagent.errors import MemoryStoreError
+
+    vs, vecs = _filled(tmp_path, seed=3, n=3, flush_rows=100)
+    before = vs.journal.path.read_bytes()
+
+    def full(self, rows):
+        raise RuntimeError(
+            "lance error: IO Error: Generic LocalFileSystem error: Unable to copy data to "
+            "file: No space left on device (os error 28), "
+            "/root/.cargo/registry/src/index.crates.io-6f17d22bba15001f/lance-io/src/"
+            "encodings/logical/structural.rs:191:9"
+        )
+
+    monkeypatch.setattr(VectorStore, "_append", full)
+    with pytest.raises(MemoryStoreError) as info:
+        VectorStore(tmp_path / "vectors", 8).load({f"s-{i}": 0 for i in range(3)})
+    msg = str(info.value)
+    assert "take the vector journal's records" in msg and "No space left on device" in msg
+    assert ".rs:" not in msg and ".cargo" not in msg and "free some space" in msg
+    assert "\n" not in msg and vs.journal.path.read_bytes() == before
+    monkeypatch.undo()
+    fresh = VectorStore(tmp_path / "vectors", 8)
+    fresh.load({f"s-{i}": 0 for i in range(3)})
+    np.testing.assert_array_equal(fresh.vector("s-2"), vecs[2])
+
+
 def test_journal_with_a_foreign_header_is_refused_and_kept(tmp_path) -> None:
     from kgagent.errors import MemoryStoreError
 
