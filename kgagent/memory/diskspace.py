@@ -58,7 +58,7 @@ def free_bytes(path: Path) -> int:
     return st.f_bavail * st.f_frsize
 
 
-def _mib(n: int) -> str:
+def mib(n: int) -> str:
     return f"{n / (1 << 20):.2f} MiB"
 
 
@@ -83,8 +83,8 @@ class SpaceGuard:
         if free < self.reserve:
             self._ok_until = 0.0
             raise DiskSpaceError(
-                f"only {_mib(free)} free on the file system of {self.directory}, below the "
-                f"{_mib(self.reserve)} reserve; stopped before the disk fills (everything "
+                f"only {mib(free)} free on the file system of {self.directory}, below the "
+                f"{mib(self.reserve)} reserve; stopped before the disk fills (everything "
                 "committed is kept). Free some space, or move the memory, and run again"
             )
         self._ok_until = now + RECHECK_S if free > self.reserve + SLACK_BYTES else 0.0

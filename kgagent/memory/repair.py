@@ -30,6 +30,7 @@ from pathlib import Path
 from kgagent.config import Config
 from kgagent.errors import MemoryStoreError
 from kgagent.memory import staging
+from kgagent.memory.diskspace import free_bytes, mib, reserve_bytes
 from kgagent.memory.engine import GraphDB, engine_name
 from kgagent.memory.files import MANIFEST
 from kgagent.memory.lifecycle import GRAPH
@@ -59,7 +60,7 @@ def repair(path: Path, config: Config, say: Callable[[str], None]) -> None:
     engine = engine_name(config.memory.engine)
     held = lock_memory(path)
     try:
-        backup = _keep_copy(path)
+        backup = _keep_copy(path, reserve_bytes(config))
         say(f"the graph engine's log is damaged; a copy of it is in {backup}")
         if engine != "ladybug":
             raise MemoryStoreError(
@@ -97,11 +98,31 @@ def replay_leniently(graph: Path, engine: str) -> None:
     GraphDB(graph, engine, lenient_wal=True).close()
 
 
-def _keep_copy(path: Path) -> Path:
+def _keep_copy(path: Path, reserve: int) -> Path:
+    """A copy of the graph, its log and the manifest in ``backups/``, made only where the
+    disk holds it, the replay's growth of the graph (about the log's size) and ``reserve``;
+    a copy cut short is removed."""
+    files = [path / n for n in (GRAPH, GRAPH + ".wal", MANIFEST) if (path / n).is_file()]
+    copy = sum(f.stat().st_size for f in files)
+    wal = path / (GRAPH + ".wal")
+    need = copy + (wal.stat().st_size if wal.is_file() else 0) + reserve
+    free = free_bytes(path)
+    if free < need:
+        raise MemoryStoreError(
+            f"repairing keeps a copy of the graph database and its damaged log ({mib(copy)}) "
+            f"and replays the log, which needs {mib(need)} free on the file system of {path}; "
+            f"{mib(free)} are free. Free some space, or copy the memory to a larger disk and "
+            "repair it there; nothing was changed"
+        )
     dest = path / "backups" / f"{time.strftime('%Y%m%d-%H%M%S')}-wal"
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in (GRAPH, GRAPH + ".wal", MANIFEST):
-        src = path / name
-        if src.is_file():
-            shutil.copy2(src, dest / name)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for src in files:
+            shutil.copy2(src, dest / src.name)
+    except OSError as e:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise MemoryStoreError(
+            f"could not keep a copy of the damaged log in {dest} ({e.strerror or e}); nothing "
+            "was changed. Free some space, or copy the memory to a larger disk and repair it there"
+        ) from None
     return dest

@@ -268,3 +268,40 @@ def test_repair_of_a_log_the_engine_cannot_replay_leaves_the_memory_as_it_was(
     with Memory.open(path, Config(), read_only=True) as m:
         assert 0 < m.stats().nodes < 200
         assert all(r["status"] == "ok" for r in m.check())
+
+
+def test_repair_without_room_for_its_copy_is_one_line_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """`check --repair` keeps a copy of the damaged log and replays it, which grows the
+    graph: on a disk with room for the copy alone it says so before it writes (it filled
+    the disk, ended in LanceDB's traceback and left an empty backups folder)."""
+    from kgagent.memory.diskspace import free_bytes
+    from kgagent.memory.engine import engine_name
+
+    if engine_name(Config().memory.engine) != "ladybug":
+        pytest.skip("Kùzu replays a damaged log on every open without a word: nothing to repair")
+    made = tmp_path / "made"
+    subprocess.run([sys.executable, "-c", TORN, str(made)], check=True)
+    wal = made / "graph.db.wal"
+    os.truncate(wal, wal.stat().st_size // 5)
+    with small_fs(tmp_path / "fs", 48) as fs:
+        path = fs / "m"
+        shutil.copytree(made, path)
+        copy = sum((path / n).stat().st_size for n in ("graph.db", "graph.db.wal", "manifest.json"))
+        with open(fs / "filler", "wb") as f:  # room for the copy and half a MiB
+            f.write(b"\0" * (free_bytes(fs) - copy - (1 << 19)))
+        before = {
+            p.name: p.read_bytes()
+            for p in path.iterdir()
+            if p.is_file() and p.name != "writer.lock"
+        }
+        rep = CliRunner().invoke(cli, ["memory", "check", "--repair", "--memory", str(path)])
+        assert rep.exit_code == 1 and "Traceback" not in rep.output, rep.output
+        assert "nothing was changed" in rep.output and "Free some space" in rep.output
+        assert {
+            p.name: p.read_bytes()
+            for p in path.iterdir()
+            if p.is_file() and p.name != "writer.lock"
+        } == before
+        assert not (path / "backups").exists()
