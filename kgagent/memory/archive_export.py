@@ -203,11 +203,21 @@ def _graph_tables(db: GraphDB) -> list[tuple[str, str]]:
             continue
         if kind not in ("NODE", "REL") or not re.fullmatch(IDENT, name):
             raise MemoryStoreError(f"cannot export graph table {name!r} of kind {kind}")
-        for q in (columns_query(name), export_query(name), load_query(name)):
-            if q not in queries.load_all():
-                raise MemoryStoreError(
-                    f"table {name} has no named query {q} (queries/ is out of date with the schema)"
-                )
+        named = [
+            q in queries.load_all()
+            for q in (columns_query(name), export_query(name), load_query(name))
+        ]
+        if not any(named):
+            raise MemoryStoreError(
+                f"the graph holds a table {name} that is not kgagent's (made by a `kgagent query "
+                f"--write`?); an archive carries kgagent's tables only: drop it (`kgagent query "
+                f'--write "DROP TABLE {name}"`) and export again'
+            )
+        if not all(named):
+            raise MemoryStoreError(
+                f"table {name} lacks one of its named queries (queries/ is out of date with the "
+                "schema)"
+            )
         out.append((name, kind))
     out.sort(key=lambda t: (t[1] != "NODE", t[0]))
     return out

@@ -410,3 +410,25 @@ def test_force_through_a_symlink_replaces_the_directory_it_points_to(
         import_memory(archive, dangling)
     assert "\n" not in str(e.value) and dangling.is_symlink()
     assert not (target.parent / "nowhere").exists()
+
+
+def test_a_table_the_user_added_is_named_as_theirs_at_export(target: Path, tmp_path: Path) -> None:
+    """A table made with `query --write` is not kgagent's: the export says so and how to
+    go on (it blamed kgagent's queries/ for being out of date)."""
+    from click.testing import CliRunner
+    from kgagent.cli.main import cli
+
+    from kgagent.errors import MemoryStoreError
+
+    def query(text: str) -> None:
+        r = CliRunner().invoke(cli, ["query", "--memory", str(target), "--write", text])
+        assert r.exit_code == 0, r.output
+
+    query("CREATE NODE TABLE Note(id STRING, PRIMARY KEY(id))")
+    with pytest.raises(MemoryStoreError) as e:
+        export_memory(target, tmp_path / "a.kgmem.tar.gz")
+    assert "table Note that is not kgagent's" in str(e.value)
+    assert "DROP TABLE Note" in str(e.value) and "out of date" not in str(e.value)
+    assert not (tmp_path / "a.kgmem.tar.gz").exists()
+    query("DROP TABLE Note")
+    export_memory(target, tmp_path / "a.kgmem.tar.gz")
