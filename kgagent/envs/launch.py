@@ -40,10 +40,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kgagent.errors import ConfigError, EnvironmentError_
+
+if TYPE_CHECKING:
+    from kgagent.envs.xwindows import Window
 
 # ---------------------------------------------------------------- safety nets
 _LIVE: dict[int, subprocess.Popen[bytes]] = {}  # process group id -> its leader
@@ -498,11 +502,35 @@ class Program:
             + f"; its output is in {self.log_path}"
         )
 
-    def no_window(self, timeout_s: float) -> str:
-        """The error when it runs and shows no window within ``timeout_s``."""
+    def no_window(self, timeout_s: float, others: Sequence[Window] = (), query: str = "") -> str:
+        """The error when it runs and shows no window within ``timeout_s``; ``others``: the
+        windows that appeared meanwhile, none of them the program's that ``query`` (the
+        desktop.window setting) names."""
+        which = f" matching {query!r} (desktop.window)" if query else ""
+        own = [w for w in others if w.pid is not None and self.owns(w.pid)]
+        foreign = [w for w in others if w not in own]
+        seen = ""
+        if own:
+            seen += f"; its windows: {_listed(own)}"
+        if foreign:
+            seen += (
+                f"; windows of other processes appeared meanwhile: {_listed(foreign)} (the "
+                "program may run in a session of its own: bind it with --window pid:N)"
+            )
         return (
-            f"no window of {self.command!r} appeared on {self.where} within {timeout_s:g} s "
-            f"(desktop.launch_timeout_s); its output is in {self.log_path}"
+            f"no window of {self.command!r}{which} appeared on {self.where} within "
+            f"{timeout_s:g} s (desktop.launch_timeout_s){seen}; its output is in {self.log_path}"
+        )
+
+    def handed_on(self, others: Sequence[Window]) -> str:
+        """The error when the command ended with code 0 at start-up and windows of other
+        processes appeared: it handed the program on (``setsid``, a launcher), so kgagent
+        cannot stop what it started, and a retry would start another copy."""
+        return (
+            f"{self.command!r} exited with code 0 at start-up and windows of another process "
+            f"appeared: {_listed(others)}. The command handed the program on, so kgagent "
+            "cannot stop it or start it again; it is still running. Start the program "
+            f"yourself and bind it with --window pid:N; its output is in {self.log_path}"
         )
 
     def start_up_failure(self, times: int) -> str:
@@ -557,3 +585,8 @@ class Program:
         starts = [i for i, t in enumerate(text) if t.startswith("--- kgagent: start")]
         said = [t.strip() for t in text[starts[-1] + 1 if starts else 0 :] if t.strip()]
         return " | ".join(said[-lines:])
+
+
+def _listed(wins: Sequence[Window], limit: int = 4) -> str:
+    shown = "; ".join(w.describe() for w in wins[:limit])
+    return shown + (f" (+{len(wins) - limit} more)" if len(wins) > limit else "")

@@ -831,3 +831,55 @@ def test_window_and_region_exclude_each_other() -> None:
 
     with pytest.raises(ConfigError, match="desktop.window and desktop.region exclude"):
         DesktopEnv(DesktopConfig(window="xcalc", region=(0, 0, 10, 10)))
+
+
+def _copies(title: str) -> list[int]:
+    """PIDs of running test apps that show ``title``."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and title.encode() in (d / "cmdline").read_bytes():
+                pids.append(int(d.name))
+        except OSError:
+            continue
+    return pids
+
+
+def test_a_launcher_that_detaches_is_refused_at_once_naming_its_window(
+    xvfb: str, tmp_path: Path
+) -> None:
+    """`setsid PROGRAM` exits 0 at once and the program runs in a session of its own, out of
+    kgagent's reach: it was started three times and all three copies were left running.
+    Now the first start's window is named (with its pid, to bind or stop) and none follows."""
+    from kgagent.envs.desktop import DesktopEnv
+
+    if shutil.which("setsid") is None:
+        pytest.skip("setsid is not installed")
+    title = f"kg-detached-{tmp_path.name}"
+    try:
+        with pytest.raises(EnvironmentError_) as e:
+            DesktopEnv(FAST, options=_opts("setsid " + _sdl(title), tmp_path / "p.log"))
+        msg = str(e.value)
+        assert "\n" not in msg and "exited with code 0 at start-up and windows of another" in msg
+        (pid,) = _copies(title)
+        assert f"pid {pid})" in msg and "--window pid:N" in msg  # its title may not be set yet
+    finally:
+        for pid in _copies(title):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_launched_program_whose_windows_match_no_query_names_them(
+    xvfb: str, tmp_path: Path
+) -> None:
+    """`--launch CMD --window Q`: the program's windows came up, none matching Q; the error
+    said "no window appeared"."""
+    from kgagent.envs.desktop import DesktopEnv, DesktopOptions
+
+    if shutil.which("xcalc") is None:
+        pytest.skip("xcalc is not installed (apt-get install x11-apps)")
+    opts = DesktopOptions(launch="xcalc", program_log=str(tmp_path / "p.log"), launch_timeout_s=5.0)
+    with pytest.raises(EnvironmentError_) as e:
+        DesktopEnv(DesktopConfig(window="class:NoSuchClass", settle_timeout_s=0.5), options=opts)
+    msg = str(e.value)
+    assert "no window of 'xcalc' matching 'class:NoSuchClass' (desktop.window) appeared" in msg
+    assert "its windows: 'Calculator' (XCalc pid " in msg and "other processes" not in msg
