@@ -211,13 +211,13 @@ class DesktopEnv(Env):
             # windows that appeared since the start, none the program's or none matching
             # desktop.window: named in the error (a program in a session of its own)
             if prog.running:
-                others = self._new_windows(before, 0.0)
+                others = x.new_windows(before, 0.0)
                 why = prog.no_window(self.opts.launch_timeout_s, others, self.config.window)
                 prog.stop()
                 raise EnvironmentError_(why)
             if prog.exit_code == 0:  # handed on (setsid, a launcher): its window comes later
                 wait = self.opts.launch_timeout_s if self._early_exits == 0 else 0.0
-                others = self._new_windows(before, wait)
+                others = x.new_windows(before, wait)
                 if others:  # a retry would start another copy that kgagent cannot stop
                     raise EnvironmentError_(prog.handed_on(others))
             self._count_early_exit()
@@ -242,16 +242,6 @@ class DesktopEnv(Env):
                 self._bind(own[0])  # the program replaced its first window
             time.sleep(0.05)
         return box
-
-    def _new_windows(self, before: set[int], timeout_s: float) -> list[Window]:
-        """The visible windows not in ``before``, topmost first, once there are any or
-        ``timeout_s`` has passed."""
-        x, end = self._xw(), time.monotonic() + timeout_s
-        while True:
-            new = [w for w in reversed(x.windows()) if w.wid not in before]
-            if new or time.monotonic() >= end:
-                return new
-            time.sleep(0.1)
 
     def _count_early_exit(self) -> None:
         prog = self._program

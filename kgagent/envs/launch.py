@@ -42,12 +42,10 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
+from kgagent.envs.xwindows import Window, listed
 from kgagent.errors import ConfigError, EnvironmentError_
-
-if TYPE_CHECKING:
-    from kgagent.envs.xwindows import Window
 
 # ---------------------------------------------------------------- safety nets
 _LIVE: dict[int, subprocess.Popen[bytes]] = {}  # process group id -> its leader
@@ -511,10 +509,10 @@ class Program:
         foreign = [w for w in others if w not in own]
         seen = ""
         if own:
-            seen += f"; its windows: {_listed(own)}"
+            seen += f"; its windows: {listed(own, 4)}"
         if foreign:
             seen += (
-                f"; windows of other processes appeared meanwhile: {_listed(foreign)} (the "
+                f"; windows of other processes appeared meanwhile: {listed(foreign, 4)} (the "
                 "program may run in a session of its own: bind it with --window pid:N)"
             )
         return (
@@ -528,7 +526,7 @@ class Program:
         cannot stop what it started, and a retry would start another copy."""
         return (
             f"{self.command!r} exited with code 0 at start-up and windows of another process "
-            f"appeared: {_listed(others)}. The command handed the program on, so kgagent "
+            f"appeared: {listed(others, 4)}. The command handed the program on, so kgagent "
             "cannot stop it or start it again; it is still running. Start the program "
             f"yourself and bind it with --window pid:N; its output is in {self.log_path}"
         )
@@ -585,8 +583,3 @@ class Program:
         starts = [i for i, t in enumerate(text) if t.startswith("--- kgagent: start")]
         said = [t.strip() for t in text[starts[-1] + 1 if starts else 0 :] if t.strip()]
         return " | ".join(said[-lines:])
-
-
-def _listed(wins: Sequence[Window], limit: int = 4) -> str:
-    shown = "; ".join(w.describe() for w in wins[:limit])
-    return shown + (f" (+{len(wins) - limit} more)" if len(wins) > limit else "")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,12 @@ class Window:
         cls = self.wm_class[1] or self.wm_class[0] or "?"
         pid = f" pid {self.pid}" if self.pid else ""
         return f"{self.title!r} ({cls}{pid}) {w}x{h}+{x}+{y}"
+
+
+def listed(wins: Sequence[Window], limit: int) -> str:
+    """``wins`` described, the first ``limit`` of them, and how many more there are."""
+    shown = "; ".join(w.describe() for w in wins[:limit])
+    return shown + (f" (+{len(wins) - limit} more)" if len(wins) > limit else "")
 
 
 def parse_query(query: str) -> tuple[str, str]:
@@ -222,11 +228,20 @@ class XWindows:
                 return None
             time.sleep(0.05)
 
+    def new_windows(self, before: set[int], timeout_s: float) -> list[Window]:
+        """The visible windows not in ``before``, topmost first, once there are any or
+        ``timeout_s`` has passed."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            new = [w for w in reversed(self.windows()) if w.wid not in before]
+            if new or time.monotonic() >= deadline:
+                return new
+            time.sleep(0.1)
+
     def not_found(self, query: str, limit: int = 8) -> EnvironmentError_:
         """The one-line error for a query that matches nothing: it lists what exists."""
         wins = list(reversed(self.windows()))
-        shown = "; ".join(w.describe() for w in wins[:limit]) if wins else "none"
-        more = f" (+{len(wins) - limit} more)" if len(wins) > limit else ""
+        shown = listed(wins, limit) if wins else "none"
         hint = (
             "; this is a Wayland session, where only programs on X11 (XWayland) have X "
             "windows: start it with GDK_BACKEND=x11, QT_QPA_PLATFORM=xcb or "
@@ -236,7 +251,7 @@ class XWindows:
         )
         return EnvironmentError_(
             f"no visible window matches {query!r} (by title, class or pid:N) on "
-            f"{self.display}; visible windows: {shown}{more}{hint}"
+            f"{self.display}; visible windows: {shown}{hint}"
         )
 
     # ------------------------------------------------------------ one window
