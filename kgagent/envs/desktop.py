@@ -46,7 +46,7 @@ from kgagent.actions import Action
 from kgagent.config import DesktopConfig
 from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.desktop_options import DesktopOptions
-from kgagent.envs.keyguard import key_refusal, split_keys
+from kgagent.envs.keyguard import key_refusal
 from kgagent.envs.landing import cover_refusal, focus_back, region_key_refusal
 from kgagent.envs.launch import PrivateX, Program, choose_display, default_program_log
 from kgagent.envs.points import on_screen, point_refusal
@@ -117,8 +117,6 @@ class DesktopEnv(Env):
                 self._bind(win)
             elif self.config.region:
                 self._region = self._check_region(self.config.region)
-            if self._program is not None:
-                self._await_viewable()  # unmapped for a moment while its first frame settled
             self._box = self._geometry()
         except BaseException:
             self.close()
@@ -225,6 +223,10 @@ class DesktopEnv(Env):
         self._box = self._await_viewable()
         self._fresh, self._episode_steps = True, 0
         self._last = self._settle(None)[0]  # its first frame drawn (not a reaction)
+        self._await_viewable()  # some programs unmap the window a moment after that frame
+        now = x.window(self._wid) if self._wid is not None else None
+        if now is not None:  # its title as the program set it by its first frame
+            self._bind(now)
 
     def _await_viewable(self) -> Box:
         """The new window's box, once it can be seen. Just after a window appears, a
@@ -568,41 +570,10 @@ class DesktopEnv(Env):
         return self._input.use(self._screen_size)
 
     def _execute(self, a: Action) -> None:
-        """Send ``a`` with the X server held (:meth:`PyAutoGUIInput.grabbed`): where it will
-        land is checked again, and the press made, with no other program's request served
-        in between (:mod:`kgagent.envs.landing`). A drag's motion and release come after
-        the release of the server: the target holds the pointer from its press on."""
-        pg = self._pg()
-        ox, oy = self._box[0], self._box[1]
+        """Send ``a`` (:meth:`PyAutoGUIInput.send`): with the X server held, where it will
+        land is checked again (:meth:`_land`) and the press made, with no other program's
+        request served in between (:mod:`kgagent.envs.landing`)."""
+        self._pg()
         assert self._input is not None
         x = self._input.windows()
-        try:
-            with self._input.grabbed():
-                self._land(a, x)
-                if a.kind == "click":
-                    pg.click(ox + a.x, oy + a.y)
-                elif a.kind == "double_click":
-                    pg.doubleClick(ox + a.x, oy + a.y)
-                elif a.kind == "right_click":
-                    pg.rightClick(ox + a.x, oy + a.y)
-                elif a.kind in ("drag", "scroll"):
-                    pg.moveTo(ox + a.x, oy + a.y)
-                    if a.kind == "drag":
-                        pg.mouseDown(button="left")
-                    else:
-                        pg.scroll(a.scroll)
-                elif a.kind in ("key", "hotkey"):
-                    keys = [k.strip().lower() for k in split_keys(a.key or "")]
-                    if len(keys) == 1:
-                        pg.press(keys[0])
-                    else:
-                        pg.hotkey(*keys)
-                elif a.kind == "type":
-                    pg.write(a.text or "", interval=0.01)
-            if a.kind == "drag":
-                pg.moveTo(ox + a.x2, oy + a.y2, duration=0.2)
-                pg.mouseUp(button="left")
-        except pg.FailSafeException:
-            raise EnvironmentError_(
-                "pyautogui fail-safe triggered (mouse in a screen corner); move the mouse away and retry"
-            ) from None
+        self._input.send(a, (self._box[0], self._box[1]), lambda: self._land(a, x))

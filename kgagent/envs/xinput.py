@@ -11,7 +11,8 @@ connection from ``$DISPLAY`` at import. Everything that touches them is here:
 * :meth:`PyAutoGUIInput.use` sets ``FAILSAFE = True`` and ``PAUSE``, and points the
   backend's X connection (``_pyautogui_x11._display``) at this input's own connection
   to its display before every action, which is how two environments on two displays
-  share one pyautogui. The fail-safe corners become this display's corners.
+  share one pyautogui. The fail-safe corners become this display's corners;
+* :meth:`PyAutoGUIInput.send` makes an action's presses, with the X server held.
 
 The key map pyautogui built at import is kept: Xvfb and Xorg start with the same
 core keyboard map.
@@ -23,10 +24,12 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+from kgagent.actions import Action
+from kgagent.envs.keyguard import split_keys
 from kgagent.envs.xwindows import XWindows
 from kgagent.errors import ActionRefused, EnvironmentError_
 
@@ -134,6 +137,44 @@ class PyAutoGUIInput:
             pg.PAUSE = self.pause_s
         if self.pause_s > 0:
             time.sleep(self.pause_s)
+
+    def send(self, a: Action, origin: tuple[int, int], land: Callable[[], None]) -> None:
+        """Send action ``a`` to the target whose top-left screen point is ``origin``: the
+        server is held (:meth:`grabbed`) while ``land`` checks where it will land (it may
+        refuse) and the press is made. A drag's motion and release come after the
+        release of the server: the target holds the pointer from its press on."""
+        pg = self.use()
+        ox, oy = origin
+        try:
+            with self.grabbed():
+                land()
+                if a.kind == "click":
+                    pg.click(ox + a.x, oy + a.y)
+                elif a.kind == "double_click":
+                    pg.doubleClick(ox + a.x, oy + a.y)
+                elif a.kind == "right_click":
+                    pg.rightClick(ox + a.x, oy + a.y)
+                elif a.kind in ("drag", "scroll"):
+                    pg.moveTo(ox + a.x, oy + a.y)
+                    if a.kind == "drag":
+                        pg.mouseDown(button="left")
+                    else:
+                        pg.scroll(a.scroll)
+                elif a.kind in ("key", "hotkey"):
+                    keys = [k.strip().lower() for k in split_keys(a.key or "")]
+                    if len(keys) == 1:
+                        pg.press(keys[0])
+                    else:
+                        pg.hotkey(*keys)
+                elif a.kind == "type":
+                    pg.write(a.text or "", interval=0.01)
+            if a.kind == "drag":
+                pg.moveTo(ox + a.x2, oy + a.y2, duration=0.2)
+                pg.mouseUp(button="left")
+        except pg.FailSafeException:
+            raise EnvironmentError_(
+                "pyautogui fail-safe triggered (mouse in a screen corner); move the mouse away and retry"
+            ) from None
 
     def _abandon(self) -> None:
         """Close the connection at its socket (no request, no reply awaited) and open a new

@@ -183,6 +183,14 @@ class XWindows:
                 out.append(win)
         return out
 
+    def window(self, wid: int) -> Window | None:
+        """Window ``wid`` as it is now (its title may have changed since it was found);
+        None when it is gone, unmapped or hidden."""
+        try:
+            return self._describe(self.conn.create_resource_object("window", wid))
+        except Exception:  # noqa: BLE001 - BadWindow: it was destroyed
+            return None
+
     def find(self, query: str) -> Window | None:
         """The topmost visible window that ``query`` names (see :func:`matches`); None when
         none does. Windows of more than one program named alike are an error that lists

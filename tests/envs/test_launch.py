@@ -140,6 +140,53 @@ def test_launched_program_that_exits_ends_the_episode_and_is_started_again(
     assert _gone(env.program.pid) and not live_groups()
 
 
+def test_a_window_unmapped_for_a_moment_after_its_first_frame_is_awaited_at_every_start(
+    xvfb: str, tmp_path: Path
+) -> None:
+    """Some programs unmap their new window for a moment after its first frame. At the
+    first start and at a restart (reset) alike, the env waits for it to be mapped again
+    instead of ending with "was closed or is hidden"."""
+    import threading
+
+    from Xlib import display as xdisplay
+
+    from kgagent.envs.desktop import DesktopEnv
+
+    conn = xdisplay.Display(xvfb)
+    hidden: list[int] = []
+    timers: list[threading.Timer] = []
+
+    class UnmappedAfterFirstFrame(DesktopEnv):
+        def _settle(self, before):
+            out = super()._settle(before)
+            if before is None:  # a start's first frame has settled: unmap it for 0.4 s
+                w = conn.create_resource_object("window", self._wid)
+                w.unmap()
+                conn.sync()
+                hidden.append(self._wid)
+                timers.append(threading.Timer(0.4, lambda: (w.map(), conn.sync())))
+                timers[-1].start()
+            return out
+
+    log = tmp_path / "program.log"
+    launch = _sdl(f"kg-unmap-{tmp_path.name}", "--exit-after", "1")
+    env = None
+    try:
+        env = UnmappedAfterFirstFrame(FAST, options=_opts(launch, log))
+        assert env.size == (320, 240) and len(hidden) == 1
+        assert f"'kg-unmap-{tmp_path.name}'" in env.describe_target()  # not "pygame window"
+        assert env.step(Action("key", key="a"))[2] or env.step(Action("key", key="b"))[2]
+        obs, _ = env.reset(seed=1)  # the restart: its window is unmapped for a moment too
+        assert len(hidden) == 2 and obs.shape == (240, 320, 3)
+        assert env.program.running and env.end_info()["program_starts"] == 2
+    finally:
+        for t in timers:
+            t.join()
+        if env is not None:
+            env.close()
+        conn.close()
+
+
 def test_a_program_its_first_input_closes_is_no_start_up_death(xvfb: str, tmp_path: Path) -> None:
     """A game whose quit key the agent pressed first thing, episode after episode: each
     episode ends and the program starts again; only a death before any input counts
