@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kgagent.bench.spec import shown_values
 from kgagent.config import Config
 from kgagent.errors import ConfigError
 from kgagent.runlog import LOG_VERSION, RunLogWriter, RunSummary, summarise
@@ -106,5 +107,5 @@ def _header(cfg: Config, env: Any, names: list[str]) -> dict[str, Any]:
         "screen": list(env.size),
         "actions": names,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        "config": cfg.to_dict(),
+        "config": shown_values(cfg.to_dict()),
     }

@@ -119,7 +119,7 @@ def run_cell(cell_data: dict[str, Any], cell_dir: str | Path) -> dict[str, Any]:
         record = {
             "digest": cell.digest,
             "key": cell.key,
-            "cell": cell.to_dict(),
+            "cell": cell.shown(),
             "runs": runs,
             "duration_s": time.perf_counter() - t0,
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),

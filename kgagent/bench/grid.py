@@ -29,6 +29,7 @@ from kgagent.bench.meta import machine, versions
 from kgagent.bench.progress import GridProgress
 from kgagent.bench.results import collect, held_grid, kept_records, run_meta, write_results
 from kgagent.bench.spec import Cell, Grid
+from kgagent.brain.endpoint import Redactor
 from kgagent.errors import KGAgentError
 
 if TYPE_CHECKING:
@@ -237,8 +238,11 @@ def _header(
     kept = run_meta(out)
     if not finished_now and kept:
         return kept
+    # the command as written, less secrets: a URL's password, keys, Ray's env_vars values
+    env_vars = (opts.runtime_env or {}).get("env_vars") or {}
+    redact = Redactor(*(v for v in env_vars.values() if isinstance(v, str)))
     return {
-        "command": opts.command,
+        "command": redact(opts.command),
         "date": time.strftime("%Y-%m-%d"),
         "wall_min": wall / 60.0,
         "executor": f"ray ({opts.ray})" if opts.ray else f"local, {opts.jobs} process(es)",

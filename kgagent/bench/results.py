@@ -39,6 +39,7 @@ import tomllib
 from kgagent.bench import stats
 from kgagent.bench.figures import ACHIEVEMENT_FIGURES
 from kgagent.bench.spec import Grid
+from kgagent.brain.endpoint import shown_url
 
 #: Figures the grid reports when present, after the grid's own metrics.
 EXTRA_METRICS = ACHIEVEMENT_FIGURES
@@ -264,7 +265,7 @@ def write_results(res: Results, out: Path, *, plots: bool = True) -> dict[str, P
         "summary": out / "summary.json",
         "report": out / "report.md",
     }
-    files["grid"].write_text(res.grid.text)
+    files["grid"].write_text(shown_url(res.grid.text))  # a password in a URL masked
     _csv(files["cells"], res.cells, CELL_COLUMNS)
     figure_cols = sorted({k for r in res.runs for k in r} - set(ID_COLUMNS))
     ordered = [m for m in res.metrics if m in figure_cols]

@@ -26,6 +26,7 @@ from typing import Any
 
 import tomllib
 
+from kgagent.brain.endpoint import shown_url
 from kgagent.config import Config, read_config_text
 from kgagent.errors import ConfigError
 
@@ -117,8 +118,10 @@ class Judge:
 class Cell:
     """One memory of the grid: its rounds, their seeds and the overrides of every round.
 
-    Plain data (it travels to worker processes and Ray tasks as a dict); ``key`` is
-    its folder name in the results, ``digest`` the hash a finished cell records.
+    Plain data (it travels to worker processes and Ray tasks as a dict, in memory); ``key``
+    is its folder name in the results, ``digest`` the hash a finished cell records. A
+    password in a URL of its overrides or ``base`` stays here, to run; the results folder
+    gets :meth:`shown`, where it is masked.
     """
 
     experiment: str
@@ -144,8 +147,9 @@ class Cell:
 
     @property
     def digest(self) -> str:
-        """A hash of everything that decides what the cell plays (not where it is stored)."""
-        d = {"spec_version": SPEC_VERSION, **asdict(self)}
+        """A hash of everything that decides what the cell plays (not where it is stored),
+        of :meth:`shown`: a URL's password neither changes it nor is hashed into it."""
+        d = {"spec_version": SPEC_VERSION, **self.shown()}
         text = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -160,6 +164,12 @@ class Cell:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def shown(self) -> dict[str, Any]:
+        """The cell as ``cell.json`` records it: a password in any URL masked
+        (``http://alice:***@host/v1``); the API key is never in it (``brain.api_key_env``
+        names the variable that holds it)."""
+        return shown_values(asdict(self))
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Cell:
@@ -202,6 +212,17 @@ class Grid:
     @property
     def cells(self) -> list[Cell]:
         return [c for e in self.experiments for c in e.cells]
+
+
+def shown_values(v: Any) -> Any:
+    """``v`` (strings, lists and dicts of them) with a password in any URL masked."""
+    if isinstance(v, str):
+        return shown_url(v)
+    if isinstance(v, dict):
+        return {k: shown_values(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [shown_values(x) for x in v]
+    return v
 
 
 def load_grid(
