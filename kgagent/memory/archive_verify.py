@@ -39,7 +39,7 @@ from kgagent.memory.archive_format import (
     noop,
 )
 from kgagent.memory.diskspace import DEFAULT_RESERVE_BYTES, SpaceGuard
-from kgagent.memory.files import MANIFEST, encoder_problem, manifest_problem
+from kgagent.memory.files import FORMAT, MANIFEST, encoder_problem, manifest_problem
 
 #: Bytes read from the tar stream at a time while extracting and hashing a member.
 READ_CHUNK = 1 << 20
@@ -203,10 +203,35 @@ def _read_meta(
     except (ValueError, RecursionError) as e:
         reason = " ".join(str(e).split()) or e.__class__.__name__
         raise ArchiveError(f"{META} or {MANIFEST} is not valid JSON ({reason}); refusing") from None
-    if not isinstance(meta, dict) or meta.get("format") != ARCHIVE_FORMAT:
-        raise ArchiveError(f"{archive} is not a kgagent memory archive ({META} format)")
+    if not isinstance(meta, dict):
+        raise ArchiveError(f"{archive} is not a kgagent memory archive ({META} is not an object)")
     if not isinstance(manifest, dict):
         raise ArchiveError(f"{MANIFEST} in the archive is not an object")
+    for doc, data, want in ((META, meta, ARCHIVE_FORMAT), (MANIFEST, manifest, FORMAT)):
+        found = data.get("format")
+        if found != want:
+            raise ArchiveError(
+                f"{archive} is not a kgagent memory archive: {doc} format is "
+                f"{repr(found)[:80]}, expected {want!r}; refusing"
+            )
+    fv = meta.get("format_version")
+    if not isinstance(fv, int) or isinstance(fv, bool) or fv < 1:
+        raise ArchiveError(
+            f"{META} format_version is {repr(fv)[:80]}, expected a whole number from 1 (this "
+            f"kgagent reads up to {ARCHIVE_VERSION}); refusing"
+        )
+    if fv > ARCHIVE_VERSION:
+        raise ArchiveError(
+            f"{META} format_version is {fv}, newer than this kgagent reads ({ARCHIVE_VERSION}): "
+            "made by a newer kgagent; upgrade kgagent to import it"
+        )
+    if "memory_id" not in manifest and "created" not in manifest:
+        # A memory from before ids is known by its creation time (memory_identity);
+        # without either, every such archive would pass for the same memory in a merge.
+        raise ArchiveError(
+            f"the archive's {MANIFEST} has neither memory_id nor created, one of which every "
+            "kgagent memory has; refusing"
+        )
     problem = manifest_problem(manifest) or (
         f"encoder: {encoder_problem(meta.get('encoder'))}"
         if encoder_problem(meta.get("encoder"))
@@ -214,12 +239,6 @@ def _read_meta(
     )
     if problem:
         raise ArchiveError(f"the archive's {MANIFEST} or {META} is damaged ({problem}); refusing")
-    fv = meta.get("format_version")
-    if not isinstance(fv, int) or fv > ARCHIVE_VERSION:
-        raise ArchiveError(
-            f"archive format version {fv} is newer than this kgagent reads ({ARCHIVE_VERSION}); "
-            "upgrade kgagent"
-        )
     tables = meta.get("tables")
     if not isinstance(tables, dict):
         raise ArchiveError(f"{META} lists no tables")

@@ -28,7 +28,13 @@ from kgagent.memory import migrations, staging
 from kgagent.memory.core import EncoderSpec, MemoryCore
 from kgagent.memory.diskspace import commit_timeout, reserve_bytes
 from kgagent.memory.engine import GraphDB, engine_name
-from kgagent.memory.files import MANIFEST, BlobStore, read_manifest, write_manifest
+from kgagent.memory.files import (
+    MANIFEST,
+    BlobStore,
+    memory_identity,
+    read_manifest,
+    write_manifest,
+)
 from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory
 from kgagent.memory.vectors import VectorStore
 
@@ -373,7 +379,12 @@ class Lifecycle(MemoryCore):
         ):
             self.manifest["schema_version"] = latest
             # The memory's identity: merged nodes record it as their origin (docs/memory.md).
-            self.manifest.setdefault("memory_id", uuid.uuid4().hex)
+            # A memory from before ids gets the one a merge or an import already knows it by
+            # (derived from its creation time: a manifest without one gets a new id).
+            if "memory_id" not in self.manifest:
+                created = "created" in self.manifest
+                mid = memory_identity(self.manifest) if created else uuid.uuid4().hex
+                self.manifest["memory_id"] = mid
             write_manifest(self.path, self.manifest)
         self.encoder = self._check_encoder(encoder)
         self._set_thresholds()

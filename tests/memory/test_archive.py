@@ -291,6 +291,39 @@ def _newer_schema(a: Path, d: Path) -> Path:
     return write_archive(d / "newer.tar.gz", m)
 
 
+def _edited(a: Path, d: Path, name: str, **change: object) -> Path:
+    """The archive with fields of one JSON member changed (None: removed), resummed."""
+    m = read_members(a)
+    doc = json.loads(m[name])
+    for key, value in change.items():
+        if value is None:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    m[name] = json.dumps(doc).encode()
+    return write_archive(d / "edited.tar.gz", m)
+
+
+def _foreign_manifest(a: Path, d: Path) -> Path:
+    return _edited(a, d, "manifest.json", format="evil")
+
+
+def _foreign_archive(a: Path, d: Path) -> Path:
+    return _edited(a, d, "archive.json", format="evil")
+
+
+def _unknown_format_version(a: Path, d: Path) -> Path:
+    return _edited(a, d, "archive.json", format_version=0)
+
+
+def _newer_format_version(a: Path, d: Path) -> Path:
+    return _edited(a, d, "archive.json", format_version=2)
+
+
+def _unidentified(a: Path, d: Path) -> Path:
+    return _edited(a, d, "manifest.json", memory_id=None, created=None)
+
+
 CASES = [
     (_corrupt, ArchiveError, "corrupt or truncated|checksum|not valid|Parquet"),
     (_truncated, ArchiveError, "corrupt or truncated"),
@@ -306,6 +339,11 @@ CASES = [
     (_bad_blob, ArchiveError, "does not hash to its name"),
     (_vectors_mismatch, ArchiveError, "vectors do not match its states"),
     (_newer_schema, SchemaVersionError, "newer than this kgagent"),
+    (_foreign_manifest, ArchiveError, "manifest.json format is 'evil', expected 'kgagent-memory'"),
+    (_foreign_archive, ArchiveError, "archive.json format is 'evil', expected 'kgagent-archive'"),
+    (_unknown_format_version, ArchiveError, "format_version is 0, expected a whole number"),
+    (_newer_format_version, ArchiveError, "is 2, .*made by a newer kgagent; upgrade"),
+    (_unidentified, ArchiveError, "neither memory_id nor created"),
 ]
 
 

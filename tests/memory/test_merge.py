@@ -403,6 +403,22 @@ def test_older_schema_source_is_migrated_in_a_copy(two, tmp_path: Path) -> None:
     assert not merge_memories([old], tmp_path / "d")["changed"]  # its derived id is stable
 
 
+def test_a_memory_from_before_ids_keeps_the_id_a_merge_knew_it_by(two, tmp_path: Path) -> None:
+    """Opened to write after a merge, it records the id derived at the merge: merging it
+    again adds nothing (a new random id made it another memory, counted twice)."""
+    pa, a, pb, b = two
+    manifest = read_manifest(pa)
+    manifest.pop("memory_id")
+    write_manifest(pa, manifest)
+    dest = tmp_path / "team"
+    merge_memories([pa], dest)
+    Memory.open(pa, Config(), create=False).close()  # records its id
+    assert [m["memory"] for m in read_manifest(dest)["merged"]] == [read_manifest(pa)["memory_id"]]
+    before = tree_hash(dest)
+    assert not merge_memories([pa], dest)["changed"]
+    assert tree_hash(dest) == before
+
+
 CHILD = textwrap.dedent(
     """
     import os, signal, sys
