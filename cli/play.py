@@ -68,6 +68,12 @@ def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
             f"{name['launch']} and {name['region']} exclude each other: a launched program "
             "is bound to its own window (add --window to say which of its windows)"
         )
+    if d.display == "new" and not d.launch:
+        raise _usage(
+            f"{'--display ' if given.get('display') else 'desktop.display='}new starts an "
+            "empty private Xvfb, where only a program kgagent launches has a window: add "
+            "--launch CMD, or name the display the program is on (--display :N)"
+        )
     if given.get("screen") and not private_display_wanted(d.display, d.launch):
         if d.display:
             why = f"this run uses the display {d.display}"
@@ -196,7 +202,9 @@ def play_cmd(
         if value is not None and value != "":
             section, name = dotted.split(".")
             setattr(getattr(cfg, section), name, value)
-    _refuse_conflicts(cfg, window=window, region=region, launch=launch, screen=screen)
+    _refuse_conflicts(
+        cfg, window=window, region=region, launch=launch, display=display, screen=screen
+    )
     cfg.validate()  # before the memory is opened: a bad value writes nothing
     check_env(cfg.run.env)  # an env that cannot be built (gym:NoSuch-v0) creates no memory
     if cfg.run.env == "desktop" and cfg.desktop.launch:

@@ -37,6 +37,12 @@ class DesktopOptions:
                 "desktop.window and desktop.region exclude each other: bind to a window or "
                 "to a region of the screen, not both"
             )
+        if self.display == "new" and not self.launch:
+            raise ConfigError(
+                "desktop.display=new starts an empty private X server, where only a program "
+                "kgagent launches has a window: give desktop.launch (--launch COMMAND), or "
+                "name the display the program is on (--display :N)"
+            )
 
     @classmethod
     def of(cls, config: Any) -> DesktopOptions:

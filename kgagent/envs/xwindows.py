@@ -69,7 +69,12 @@ def parse_query(query: str) -> tuple[str, str]:
     A plain text matches a title (exactly, then as a case-insensitive part), then a
     class or instance name (case-insensitively)."""
     kind, sep, value = query.partition(":")
-    if sep and kind in ("pid", "class", "title") and value:
+    if sep and kind in ("pid", "class", "title"):
+        if not value.strip():
+            example = {"pid": "pid:1234", "class": "class:XTerm", "title": "title:Calculator"}
+            raise EnvironmentError_(
+                f"window query {query!r}: {kind}: needs a value after it, e.g. {example[kind]}"
+            )
         if kind == "pid" and not value.strip().isdigit():
             raise EnvironmentError_(f"window query {query!r}: pid: needs a number, e.g. pid:1234")
         return kind, value.strip()

@@ -36,6 +36,12 @@ def usage_error(tmp_path: Path, *args: str) -> str:
             "desktop.window and --region exclude",
         ),
         (["--launch", "xcalc", "--region", "0,0,100,100"], "--launch and --region exclude"),
+        (["--env", "desktop", "--display", "new"], "--display new starts an empty private"),
+        (["--window", "xterm", "--display", "new"], "add --launch CMD, or name the display"),
+        (
+            ["--env", "desktop", "--set", "desktop.display=new"],
+            "desktop.display=new starts an empty private Xvfb",
+        ),
     ],
 )
 def test_targets_that_exclude_each_other_are_refused(tmp_path, args, expected) -> None:

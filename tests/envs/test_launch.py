@@ -419,6 +419,25 @@ def test_a_window_blank_for_a_moment_before_its_first_frame_is_not_noise(
     assert not any(m.startswith("noise:") for m in logs)
 
 
+def test_a_window_query_with_nothing_after_its_kind_is_one_clear_error() -> None:
+    from kgagent.envs.xwindows import parse_query
+
+    for query, example in (("title:", "title:Calculator"), ("class: ", "class:XTerm")):
+        with pytest.raises(EnvironmentError_, match=f"needs a value after it, e.g. {example}$"):
+            parse_query(query)
+    with pytest.raises(EnvironmentError_, match="pid: needs a value"):
+        parse_query("pid:")
+    assert parse_query("title: Calc ") == ("title", "Calc")
+    assert parse_query("notes:todo") == ("any", "notes:todo")  # not a kind: a plain text
+
+
+def test_a_new_display_without_a_program_to_launch_is_refused_before_it_starts() -> None:
+    from kgagent.envs.desktop import DesktopEnv, DesktopOptions
+
+    with pytest.raises(ConfigError, match="display=new starts an empty private X server"):
+        DesktopEnv(FAST, options=DesktopOptions(display="new"))
+
+
 def test_a_command_that_does_not_exist_is_one_clear_error(xvfb: str, tmp_path: Path) -> None:
     from kgagent.envs.desktop import DesktopEnv
     from kgagent.envs.launch import live_groups
