@@ -540,7 +540,10 @@ class DesktopConfig(Section):
         None, "ours", "start this command, bind to its first window, restart it when it exits"
     )
     display: str | None = param(
-        None, "ours", "X display; none: $DISPLAY, else a private Xvfb when launching; 'new'"
+        None,
+        "ours",
+        "X display; none: $DISPLAY, else a private Xvfb when launching; 'new': a private "
+        "Xvfb for the launched program even with $DISPLAY set (needs desktop.launch)",
     )
     screen_size: tuple[int, int] = param(
         (1280, 800), "ours", "size (px) of a private Xvfb's screen", ">= 64"
