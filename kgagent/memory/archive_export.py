@@ -38,7 +38,6 @@ from kgagent.memory.archive_format import (
     Progress,
     columns_query,
     export_query,
-    load_query,
     noop,
     vector_schema,
 )
@@ -46,6 +45,7 @@ from kgagent.memory.engine import GraphDB
 from kgagent.memory.files import MANIFEST
 from kgagent.memory.lifecycle import VECTORS
 from kgagent.memory.store import Memory
+from kgagent.memory.user_tables import is_kgagent_table, table_queries
 from kgagent.memory.vectors import VectorStore
 
 #: gzip level of the tar: the fastest, since Parquet members are already compressed.
@@ -203,17 +203,13 @@ def _graph_tables(db: GraphDB) -> list[tuple[str, str]]:
             continue
         if kind not in ("NODE", "REL") or not re.fullmatch(IDENT, name):
             raise MemoryStoreError(f"cannot export graph table {name!r} of kind {kind}")
-        named = [
-            q in queries.load_all()
-            for q in (columns_query(name), export_query(name), load_query(name))
-        ]
-        if not any(named):
+        if not is_kgagent_table(name):
             raise MemoryStoreError(
                 f"the graph holds a table {name} that is not kgagent's (made by a `kgagent query "
                 f"--write`?); an archive carries kgagent's tables only: drop it (`kgagent query "
                 f'--write "DROP TABLE {name}"`) and export again'
             )
-        if not all(named):
+        if not all(q in queries.load_all() for q in table_queries(name)):
             raise MemoryStoreError(
                 f"table {name} lacks one of its named queries (queries/ is out of date with the "
                 "schema)"

@@ -11,6 +11,8 @@ before the destination is touched:
   there (the source itself is not changed); one of a newer schema is refused;
 * a directory written by the other graph engine is refused with the way round it
   (export it and merge the archive);
+* a directory holding tables that are not kgagent's (made by ``kgagent query --write``)
+  is refused, naming them: the merged memory would lack them;
 * a directory that an agent is writing right now is read through an export, which
   reads every table in one read-only transaction, so the rows agree with each other.
 """
@@ -18,6 +20,7 @@ before the destination is touched:
 from __future__ import annotations
 
 import json
+import shlex
 import tarfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,6 +43,7 @@ from kgagent.memory.files import (
 from kgagent.memory.lifecycle import BLOBS, GRAPH
 from kgagent.memory.merge_place import DestinationGuard, MergeError, copy_memory
 from kgagent.memory.store import Memory
+from kgagent.memory.user_tables import user_tables
 
 #: The graph rows a merge reads from a source, by the named query that reads them.
 TABLES = {
@@ -112,6 +116,9 @@ def read_source(path: Path, index: int, work: Path, dest: Path, cfg: Config, say
         say(f"{path} is being written; reading it through an export")
         from kgagent.memory.archive import export_memory
 
+        with Memory.open(path, cfg, read_only=True, create=False) as mem:
+            refuse_user_tables(mem, str(path))
+
         archive = work / f"source-{index}.kgmem.tar.gz"
         export_memory(path, archive, cfg)
         return _from_archive(archive, work / f"source-{index}", cfg, say, label=str(path))
@@ -174,8 +181,27 @@ def _no_backup(cfg: Config) -> Config:
     return replace(cfg, memory=replace(cfg.memory, backup_on_migrate=False))
 
 
+def refuse_user_tables(mem: Memory, label: str) -> None:
+    """Refuse a source holding tables that are not kgagent's: a merge carries kgagent's
+    tables only, so theirs would be missing from the merged memory."""
+    assert mem._db is not None
+    theirs = user_tables(mem._db)
+    if theirs:
+        names = ", ".join(theirs)
+        drops = "; ".join(
+            f'`kgagent query --write "DROP TABLE {t}" --memory {shlex.quote(label)}`'
+            for t in theirs
+        )
+        raise MergeError(
+            f"{label} holds table(s) {names} that are not kgagent's (made by a `kgagent query "
+            "--write`?); a merge carries kgagent's tables only and would leave them out: keep a "
+            f"copy of {label} if they matter, drop them ({drops}) and merge again"
+        )
+
+
 def _read(path: Path, label: str, memory_id: str, merged: list[str], cfg: Config) -> Source:
     with Memory.open(path, cfg, read_only=True, create=False) as mem:
+        refuse_user_tables(mem, label)
         missing = mem.consistency.get("missing_vectors", 0)
         if missing:
             raise MergeError(

@@ -723,3 +723,85 @@ def test_the_merge_lock_is_one_at_a_time_and_removed_after(tmp_path: Path) -> No
     with pytest.raises(KGAgentError):  # refused: no lock file stays beside it either
         merge_memories([tmp_path / "nothing"], dest)
     assert list(tmp_path.iterdir()) == []
+
+
+def add_user_tables(path: Path, state: str) -> None:
+    """A node table and a rel table of the user's (`kgagent query --write`), with rows."""
+    with Memory.open(path, Config()) as m:
+        m.cypher("CREATE NODE TABLE Note(id STRING PRIMARY KEY, text STRING)", write=True)
+        m.cypher("CREATE REL TABLE Tagged(FROM State TO Note)", write=True)
+        m.cypher("CREATE (:Note {id: 'n1', text: 'the save dialog hides'})", write=True)
+        m.cypher(
+            "MATCH (s:State {id: $s}), (n:Note {id: 'n1'}) CREATE (s)-[:Tagged]->(n)",
+            {"s": state},
+            write=True,
+        )
+
+
+def test_a_source_holding_the_users_tables_is_refused_before_anything_is_written(
+    two, tmp_path: Path
+) -> None:
+    """The merged memory would lack them: refused in one line naming them and the way on."""
+    from kgagent.cli.main import cli
+
+    pa, a, pb, b = two
+    dest = tmp_path / "ab"
+    merge_memories([pb], dest)
+    before = tree_hash(dest)
+    add_user_tables(pa, a["a0"])
+    source_before = tree_hash(pa)
+    for into in (dest, tmp_path / "new"):
+        with pytest.raises(KGAgentError) as info:
+            merge_memories([pb, pa], into)
+        msg = str(info.value)
+        assert "\n" not in msg and msg.startswith(f"{pa} holds table(s) Tagged, Note ")
+        assert f'"DROP TABLE Tagged" --memory {pa}' in msg and '"DROP TABLE Note"' in msg
+    assert tree_hash(dest) == before and not (tmp_path / "new").exists()
+    assert tree_hash(pa) == source_before
+    assert not [p for p in tmp_path.iterdir() if ".merge" in p.name]
+    res = CliRunner().invoke(cli, ["memory", "merge", str(pa), "--into", str(dest)])
+    (line,) = res.stderr.splitlines()
+    assert res.exit_code != 0 and "not kgagent's" in line and tree_hash(dest) == before
+    with Memory.open(pa, Config()) as m:  # dropped as the message says, it merges
+        m.cypher("DROP TABLE Tagged", write=True)
+        m.cypher("DROP TABLE Note", write=True)
+    s = merge_memories([pa], dest)
+    assert s["changed"] and s["nodes"] == 4  # A and B merge into four states
+
+
+@pytest.mark.skipif(
+    engine_name(Config().memory.engine) == "kuzu", reason="kuzu lets no second process read it"
+)
+def test_a_source_being_written_with_the_users_tables_is_refused_as_a_merge(
+    two, tmp_path: Path
+) -> None:
+    """Read through an export, it is refused by the merge (not with the export's advice)."""
+    pa, a, pb, b = two
+    add_user_tables(pa, a["a0"])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(pa)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout.readline().strip() == "open"
+        with pytest.raises(KGAgentError, match=r"holds table\(s\) Tagged, Note .* merge again$"):
+            merge_memories([pa], tmp_path / "d")
+        assert not (tmp_path / "d").exists()
+    finally:
+        proc.stdin.write("\n")
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+def test_the_destinations_own_tables_are_kept_through_a_merge(two, tmp_path: Path) -> None:
+    """The destination's graph is copied whole and folded into: the user's tables stay."""
+    pa, a, pb, b = two
+    add_user_tables(pb, b["b0"])
+    s = merge_memories([pa], pb)
+    assert s["changed"] and s["nodes"] == 4
+    with Memory.open(pb, Config(), read_only=True) as m:
+        rows = m.cypher("MATCH (s:State)-[:Tagged]->(n:Note) RETURN s.id AS s, n.text AS t")
+        assert [(r["s"], r["t"]) for r in rows] == [(b["b0"], "the save dialog hides")]
+        assert all(r["status"] == "ok" for r in m.check())
