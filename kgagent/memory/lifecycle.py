@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shlex
 import shutil
 import tempfile
 import time
@@ -339,16 +340,7 @@ class Lifecycle(MemoryCore):
         self.engine = manifest.get("engine", "kuzu")
         wanted = engine_name(self.config.memory.engine)
         if wanted != self.engine:
-            how = (
-                f"KGAGENT_ENGINE={os.environ['KGAGENT_ENGINE']} in the environment chooses the "
-                f"engine (over memory.engine): set it to {self.engine} or unset it"
-                if os.environ.get("KGAGENT_ENGINE")
-                else f"set memory.engine={self.engine} (or KGAGENT_ENGINE={self.engine})"
-            )
-            raise MemoryStoreError(
-                f"this memory was written by the {self.engine} engine, not {wanted}; {how}, "
-                "or move it with `kgagent memory export` / `kgagent memory import`"
-            )
+            raise MemoryStoreError(_engine_mismatch(self.path, self.engine, wanted))
         latest = migrations.latest_version()
         recorded = int(manifest.get("schema_version", 0))
         if recorded > latest:
@@ -499,3 +491,29 @@ class Lifecycle(MemoryCore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _engine_mismatch(path: Path, written: str, wanted: str) -> str:
+    """The one line for a memory of the other engine: how to open it as it is, and the
+    two commands, runnable as printed, that copy it into a memory of ``wanted``."""
+    env = bool(os.environ.get("KGAGENT_ENGINE"))
+    how = (
+        f"KGAGENT_ENGINE={os.environ['KGAGENT_ENGINE']} in the environment chooses the "
+        f"engine (over memory.engine): set it to {written} or unset it"
+        if env
+        else f"set memory.engine={written} (or KGAGENT_ENGINE={written})"
+    )
+
+    def run(engine: str, args: str) -> str:
+        # The variable chooses over --set: where it is set, the commands set it too.
+        if env:
+            return f"KGAGENT_ENGINE={engine} kgagent memory {args}"
+        return f"kgagent memory {args} --set memory.engine={engine}"
+
+    archive = shlex.quote(f"{path}.tar.gz")
+    export = run(written, f"export {archive} --memory {shlex.quote(str(path))}")
+    imported = run(wanted, f"import {archive} --memory {shlex.quote(f'{path}-{wanted}')}")
+    return (
+        f"this memory was written by the {written} engine, not {wanted}; {how}, or copy it "
+        f"into a {wanted} memory: `{export}`, then `{imported}`"
+    )

@@ -4,18 +4,28 @@ In order:
 
 1. finish (or undo) an import that a killed process left half swapped, and remove
    staging directories nobody owns (:func:`kgagent.memory.staging.recover`);
-2. open the memory read-write once: that replays the graph engine's write-ahead log,
+2. where a write-ahead log is left, open the graph read-only in a child process first
+   (that replays the log in memory): a log damaged in the middle makes LadybugDB fail an
+   assertion and Kùzu crash (a segmentation fault), which must not end the repair;
+3. open the memory read-write once: that replays the graph engine's write-ahead log,
    cuts a torn vector-journal record and removes vector rows the graph never committed;
-3. if the engine refuses its log as damaged (a disk that filled up in the middle of a
-   write leaves a torn record; LadybugDB then refuses the whole log), keep a copy of
-   ``graph.db`` and the log in ``backups/<time>-wal/`` and replay the log *up to* the
-   damage (LadybugDB's ``throw_on_wal_replay_failure = False``), in a child process,
-   because at some byte offsets the engine crashes reading a torn log instead of
-   refusing it. Transactions after the damage are lost; those before it are kept.
-   Kùzu 0.11 already replays up to the first damaged record on every open, without
-   a word, so a Kùzu memory never reaches this step.
+4. if the log is damaged (step 2 failed, or the engine refuses the log: a disk that
+   filled up in the middle of a write leaves a torn record), keep a copy of ``graph.db``
+   and the log in ``backups/<time>-wal/``, then:
 
-What cannot be repaired is said in one line, and the memory is left as it was.
+   * LadybugDB: replay the log *up to* the damage (``throw_on_wal_replay_failure =
+     False``), in a child process, because at some byte offsets the engine crashes
+     reading a damaged log. Transactions after the damage are lost; those before it
+     are kept.
+   * where that fails, and on Kùzu (which has no such replay; it already replays up
+     to a damaged record without a word where it does not crash): put the graph back
+     from the copy, remove the log (its copy stays in the backup) and check, in a child,
+     that the graph opens without it: the memory is at its last checkpoint, and the
+     writes after that checkpoint are lost (they are in the kept log only). The vector
+     rows of the lost states are removed by the read-write open that follows.
+
+What cannot be repaired (a graph that opens neither with its log nor without it) is
+said in one line, and the memory is put back as it was (the copy stays in the backup).
 """
 
 from __future__ import annotations
@@ -32,16 +42,20 @@ from kgagent.errors import MemoryStoreError
 from kgagent.memory import staging
 from kgagent.memory.diskspace import free_bytes, mib, reserve_bytes
 from kgagent.memory.engine import GraphDB, engine_name
-from kgagent.memory.files import MANIFEST
+from kgagent.memory.files import MANIFEST, read_manifest
 from kgagent.memory.lifecycle import GRAPH
 from kgagent.memory.lock import lock_memory
 
-#: Seconds the child process may spend replaying a damaged log.
+#: Seconds a child process may spend opening or replaying a damaged log.
 REPLAY_TIMEOUT_S = 600
 
 _CHILD = (
     "import sys; from pathlib import Path; from kgagent.memory.repair import replay_leniently; "
     "replay_leniently(Path(sys.argv[1]), sys.argv[2])"
+)
+_PROBE = (
+    "import sys; from pathlib import Path; from kgagent.memory.repair import probe; "
+    "probe(Path(sys.argv[1]), sys.argv[2])"
 )
 
 
@@ -51,46 +65,67 @@ def repair(path: Path, config: Config, say: Callable[[str], None]) -> None:
 
     for line in staging.recover(path):
         say(line)
-    try:
-        Memory.open(path, config, read_only=False, create=False).close()
-        return
-    except MemoryStoreError as e:
-        if "write-ahead log" not in str(e) or "damaged" not in str(e):
-            raise
     engine = engine_name(config.memory.engine)
+    wal = path / (GRAPH + ".wal")
+    why = None
+    manifest = read_manifest(path)
+    if manifest and manifest.get("engine", "kuzu") == engine and _size(wal):
+        # Replay the log read-only in a child first: a log damaged in the middle makes
+        # either engine fail (an assertion) or crash (a segmentation fault) on open.
+        why = _run_child(_PROBE, path / GRAPH, engine)
+        if why is not None and ("in use by another process" in why or "unfinished" in why):
+            why = None  # not the log: the open below says what to do
+    if why is None:
+        try:
+            Memory.open(path, config, read_only=False, create=False).close()
+            return
+        except MemoryStoreError as e:
+            if "write-ahead log" not in str(e) or "damaged" not in str(e):
+                raise
+            why = str(e)
     held = lock_memory(path)
     try:
-        backup = _keep_copy(path, reserve_bytes(config))
-        say(f"the graph engine's log is damaged; a copy of it is in {backup}")
-        if engine != "ladybug":
-            raise MemoryStoreError(
-                f"the {engine} engine cannot replay a damaged log in part; the memory is as it "
-                f"was (a copy is in {backup}). Restore it from an export, or move "
-                f"{path / GRAPH}.wal away to fall back to the last checkpoint (losing the steps "
-                "after it)"
-            )
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD, str(path / GRAPH), engine],
-            capture_output=True,
-            text=True,
-            timeout=REPLAY_TIMEOUT_S,
-        )
-        if proc.returncode != 0:
-            why = (
-                f"it crashed (signal {-proc.returncode})"
-                if proc.returncode < 0
-                else (proc.stderr.strip().splitlines() or ["it failed"])[-1]
-            )
-            raise MemoryStoreError(
-                f"the graph engine could not replay the damaged log ({why}); the memory is as "
-                f"it was, a copy is in {backup}. Restore it from an export, or move "
-                f"{path / GRAPH}.wal away to fall back to the last checkpoint (losing the "
-                "steps after it)"
-            )
-        say("replayed the log up to its damaged record; the transactions after it are lost")
+        _repair_log(path, engine, why, reserve_bytes(config), say)
     finally:
         held.release()
     Memory.open(path, config, read_only=False, create=False).close()
+
+
+def _repair_log(
+    path: Path, engine: str, why: str, reserve: int, say: Callable[[str], None]
+) -> None:
+    """Keep a copy, then replay the log up to its damage (LadybugDB), else set the log
+    aside and open the graph at its last checkpoint; the memory as it was if neither opens."""
+    wal = path / (GRAPH + ".wal")
+    backup = _keep_copy(path, reserve)
+    say(f"the graph engine's log is damaged; a copy of the graph and its log is in {backup}")
+    if engine == "ladybug":
+        failed = _run_child(_CHILD, path / GRAPH, engine)
+        if failed is None:
+            say("replayed the log up to its damaged record; the transactions after it are lost")
+            return
+        why = failed
+        _put_back(backup, path)  # a replay cut short may have written the graph
+    kept = backup / (GRAPH + ".wal")
+    if not kept.is_file() or kept.stat().st_size != _size(wal):
+        raise MemoryStoreError(
+            f"the graph engine cannot replay the damaged log {wal} ({_short(why)}), and its copy "
+            f"in {backup} is incomplete; the memory is as it was. Restore it from an export"
+        )
+    wal.unlink()
+    failed = _run_child(_PROBE, path / GRAPH, engine)
+    if failed is not None:
+        _put_back(backup, path)
+        raise MemoryStoreError(
+            f"the graph database at {path / GRAPH} does not open with its log ({_short(why)}) "
+            f"or without it ({_short(failed)}); the memory is as it was, a copy is in {backup}. "
+            "Restore it from an export"
+        )
+    say(
+        f"the {engine} engine cannot replay the damaged log ({_short(why)}): it is kept in "
+        f"{kept} and the memory now opens at its last checkpoint; the writes after that "
+        "checkpoint are lost"
+    )
 
 
 def replay_leniently(graph: Path, engine: str) -> None:
@@ -98,11 +133,58 @@ def replay_leniently(graph: Path, engine: str) -> None:
     GraphDB(graph, engine, lenient_wal=True).close()
 
 
+def probe(graph: Path, engine: str) -> None:
+    """Open the database read-only (which replays its log in memory) and close it; a
+    refusal is the last line on stderr and exit status 1."""
+    try:
+        GraphDB(graph, engine, read_only=True).close()
+    except MemoryStoreError as e:
+        print(e, file=sys.stderr)
+        sys.exit(1)
+
+
+def _run_child(code: str, graph: Path, engine: str) -> str | None:
+    """Run ``code`` on ``graph`` in a child process: None when it succeeded, else why not."""
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(graph), engine],
+            capture_output=True,
+            text=True,
+            timeout=REPLAY_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return f"it did not finish in {REPLAY_TIMEOUT_S} s"
+    if proc.returncode == 0:
+        return None
+    if proc.returncode < 0:
+        return f"the engine crashed reading it, signal {-proc.returncode}"
+    return (proc.stderr.strip().splitlines() or ["it failed"])[-1]
+
+
+def _short(why: str) -> str:
+    """An engine's reason without the path this line names anyway."""
+    return why.split(": ", 1)[1] if why.startswith("cannot open the graph database at ") else why
+
+
+def _size(f: Path) -> int:
+    return f.stat().st_size if f.is_file() else 0
+
+
+def _put_back(backup: Path, path: Path) -> None:
+    """The graph and its log as they were before the repair, from its copy."""
+    for name in (GRAPH, GRAPH + ".wal", GRAPH + ".shadow"):
+        if (backup / name).is_file():
+            shutil.copy2(backup / name, path / name)
+        elif name != GRAPH:  # left by the replay cut short (a checkpoint's shadow pages)
+            (path / name).unlink(missing_ok=True)
+
+
 def _keep_copy(path: Path, reserve: int) -> Path:
     """A copy of the graph, its log and the manifest in ``backups/``, made only where the
     disk holds it, the replay's growth of the graph (about the log's size) and ``reserve``;
     a copy cut short is removed."""
-    files = [path / n for n in (GRAPH, GRAPH + ".wal", MANIFEST) if (path / n).is_file()]
+    names = (GRAPH, GRAPH + ".wal", GRAPH + ".shadow", MANIFEST)
+    files = [path / n for n in names if (path / n).is_file()]
     copy = sum(f.stat().st_size for f in files)
     wal = path / (GRAPH + ".wal")
     need = copy + (wal.stat().st_size if wal.is_file() else 0) + reserve

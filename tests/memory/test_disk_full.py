@@ -239,7 +239,7 @@ TORN = textwrap.dedent(
 )
 
 
-def test_repair_of_a_log_the_engine_cannot_replay_leaves_the_memory_as_it_was(
+def test_repair_sets_aside_a_log_the_engine_cannot_replay_and_keeps_a_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kgagent.memory import repair
@@ -247,27 +247,80 @@ def test_repair_of_a_log_the_engine_cannot_replay_leaves_the_memory_as_it_was(
 
     if engine_name(Config().memory.engine) != "ladybug":
         pytest.skip("Kùzu replays a damaged log on every open without a word: nothing to repair")
+    made = tmp_path / "made"
+    subprocess.run([sys.executable, "-c", TORN, str(made)], check=True)
+    wal = made / "graph.db.wal"
+    os.truncate(wal, wal.stat().st_size // 5)  # a short write cut the log
+    with pytest.raises(MemoryStoreError, match="damaged"):
+        Memory.open(made, Config(), read_only=True)
+
+    def files(p: Path) -> dict[str, bytes]:
+        return {n: (p / n).read_bytes() for n in ("graph.db", "graph.db.wal", "manifest.json")}
+
+    before = files(made)
+    # Neither the replay (the engine crashes on the log at some offsets) nor an open
+    # without the log works: one line, and the memory is as it was.
+    path = tmp_path / "neither"
+    shutil.copytree(made, path)
+    monkeypatch.setattr(repair, "_CHILD", "import os; os.abort()")
+    monkeypatch.setattr(repair, "_PROBE", "import sys; sys.exit('refused')")
+    with pytest.raises(MemoryStoreError, match=r"with its log .*crashed.*signal 6.*as it was"):
+        repair.repair(path, Config(), lambda _: None)
+    assert files(path) == before
+    (backup,) = (path / "backups").glob("*-wal")
+    assert files(backup) == before
+    # The replay crashes, the graph opens without the log: the log is kept aside, the
+    # memory opens at its last checkpoint, and one line says what was lost.
+    path = tmp_path / "aside"
+    shutil.copytree(made, path)
+    monkeypatch.undo()
+    monkeypatch.setattr(repair, "_CHILD", "import os; os.abort()")
+    said: list[str] = []
+    repair.repair(path, Config(), said.append)
+    (backup,) = (path / "backups").glob("*-wal")
+    assert files(backup) == before and not (path / "graph.db.wal").exists()
+    assert any(
+        f"{backup / 'graph.db.wal'}" in s and "after that checkpoint are lost" in s for s in said
+    ), said
+    with Memory.open(path, Config(), read_only=True) as m:
+        assert all(r["status"] == "ok" for r in m.check())
+    # The replay works: the transactions before the damage are kept.
+    monkeypatch.undo()
+    said = []
+    repair.repair(made, Config(), said.append)
+    assert any("up to its damaged record" in s for s in said)
+    with Memory.open(made, Config(), read_only=True) as m:
+        assert 0 < m.stats().nodes < 200
+        assert all(r["status"] == "ok" for r in m.check())
+
+
+def test_repair_of_a_log_damaged_in_the_middle_ends_with_a_memory_that_opens(
+    tmp_path: Path,
+) -> None:
+    """64 bytes in the middle of the log overwritten: LadybugDB fails an assertion
+    (types.cpp) and Kùzu crashes opening it. `check --repair` keeps a copy, then
+    replays the log up to the damage or sets it aside, and the memory opens."""
+    from kgagent.memory.engine import engine_name
+
     path = tmp_path / "m"
     subprocess.run([sys.executable, "-c", TORN, str(path)], check=True)
     wal = path / "graph.db.wal"
-    os.truncate(wal, wal.stat().st_size // 5)  # a short write cut the log
-    with pytest.raises(MemoryStoreError, match="damaged"):
-        Memory.open(path, Config(), read_only=True)
-    before = {p: p.read_bytes() for p in (wal, path / "graph.db")}
-    # The engine crashing on the log (it does at some offsets) is reported, nothing changed.
-    monkeypatch.setattr(repair, "_CHILD", "import os; os.abort()")
-    with pytest.raises(MemoryStoreError, match=r"crashed \(signal 6\).*as it was"):
-        repair.repair(path, Config(), lambda _: None)
-    assert {p: p.read_bytes() for p in before} == before
+    with open(wal, "r+b") as f:
+        f.seek(wal.stat().st_size // 2)
+        f.write(np.random.default_rng(7).integers(0, 256, 64, dtype=np.uint8).tobytes())
+    damaged = wal.read_bytes()
+    rep = CliRunner().invoke(cli, ["memory", "check", "--repair", "--memory", str(path)])
+    assert rep.exit_code == 0 and "Traceback" not in rep.output, rep.output
     (backup,) = (path / "backups").glob("*-wal")
-    assert (backup / "graph.db.wal").read_bytes() == before[wal]
-    monkeypatch.undo()
-    said: list[str] = []
-    repair.repair(path, Config(), said.append)
-    assert any("up to its damaged record" in s for s in said)
+    assert (backup / "graph.db.wal").read_bytes() == damaged
+    assert f"a copy of the graph and its log is in {backup}" in rep.output
     with Memory.open(path, Config(), read_only=True) as m:
-        assert 0 < m.stats().nodes < 200
+        states = m.cypher("MATCH (s:State) RETURN count(s) AS n")[0]["n"]
         assert all(r["status"] == "ok" for r in m.check())
+    if engine_name(Config().memory.engine) == "ladybug":
+        assert "up to its damaged record" in rep.output and 0 < states < 200
+    else:
+        assert "after that checkpoint are lost" in rep.output and states < 200
 
 
 def test_repair_without_room_for_its_copy_is_one_line_and_changes_nothing(

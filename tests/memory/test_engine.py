@@ -154,3 +154,69 @@ def test_an_unknown_engine_names_where_it_was_set(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("KGAGENT_ENGINE")
     with pytest.raises(MemoryStoreError, match="^memory.engine = 'neo4j': must be one of"):
         engine_name("neo4j")
+
+
+MADE_BY = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from kgagent.config import Config
+    from kgagent.memory import EncoderSpec, Memory
+    with Memory.open(sys.argv[1], Config(), encoder=EncoderSpec("test:v1", 16, (0.95, 0.88))) as m:
+        for v in np.eye(16)[:3]:
+            m.merge_or_create_state(v)
+    """
+)
+
+
+@pytest.mark.parametrize("chosen_by", ["--set", "KGAGENT_ENGINE"])
+def test_a_memory_of_the_other_engine_is_moved_by_running_the_advice_as_printed(
+    tmp_path: Path, chosen_by: str
+) -> None:
+    """The refusal names the export and the import with their engines set; run as
+    printed, they give a memory of this engine with the same states."""
+    import os
+    import re
+    import shlex
+
+    this = engine_name(Config().memory.engine)
+    other = "kuzu" if this == "ladybug" else "ladybug"
+    kgagent = Path(sys.executable).parent / "kgagent"
+    if not kgagent.exists():
+        pytest.skip(f"no kgagent script beside {sys.executable}")
+    env = {k: v for k, v in os.environ.items() if k != "KGAGENT_ENGINE"}
+    path = tmp_path / "a memory"
+    subprocess.run(
+        [sys.executable, "-c", MADE_BY, str(path)], env={**env, "KGAGENT_ENGINE": other}, check=True
+    )
+    if chosen_by == "--set":
+        info = [
+            str(kgagent),
+            "memory",
+            "info",
+            "--memory",
+            str(path),
+            "--set",
+            f"memory.engine={this}",
+        ]
+    else:
+        env["KGAGENT_ENGINE"] = this
+        info = [str(kgagent), "memory", "info", "--memory", str(path)]
+    res = subprocess.run(info, env=env, capture_output=True, text=True)
+    assert res.returncode == 1 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    advice = re.findall(r"`([^`]*)`", res.stderr.split(f"into a {this} memory", 1)[-1])
+    assert len(advice) == 2, res.stderr
+    for command in advice:
+        words = shlex.split(command)
+        run_env = dict(env)
+        while "=" in words[0]:
+            name, value = words.pop(0).split("=", 1)
+            run_env[name] = value
+        assert words[0] == "kgagent", command
+        done = subprocess.run(
+            [str(kgagent), *words[1:]], env=run_env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, (command, done.stderr)
+    with Memory.open(tmp_path / f"a memory-{this}", Config(), read_only=True) as m:
+        assert m.manifest["engine"] == this
+        assert m.cypher("MATCH (s:State) RETURN count(s) AS n")[0]["n"] == 3
