@@ -74,6 +74,12 @@ def _same_encoder(recorded: dict[str, Any], encoder: EncoderSpec) -> bool:
 def _encoder_fix(recorded: dict[str, Any], offered: EncoderSpec, clip_model: str) -> str:
     """How to offer the features of the encoder the manifest records, in a few words
     (``clip_model``: the configured ``perception.clip_model``)."""
+    if recorded["identity"] == offered.identity:  # one encoder, two widths: not the settings
+        return (
+            f"{MANIFEST} records {recorded['dim']}-d for {offered.identity}, which gives "
+            f"{offered.dim}-d: the manifest was edited or damaged; restore it from backups/ or "
+            "an export"
+        )
     kind, _, rest = str(recorded["identity"]).partition(":")
     model, _, tag = rest.partition(":")
     weights = recorded.get("weights")

@@ -67,6 +67,17 @@ def test_an_older_manifest_without_weights_says_to_set_the_file_it_was_built_wit
     assert "set perception.encoder=pixel" in _refusal(pixel, CLIP)
 
 
+def test_a_manifest_whose_encoder_width_was_changed_is_named_not_the_settings(tmp_path) -> None:
+    """The settings are right (the same encoder): the manifest is what is wrong."""
+    path = _made_with(tmp_path, PIXEL)
+    manifest = read_manifest(path)
+    manifest["encoder"]["dim"] = 5
+    write_manifest(path, manifest)
+    msg = _refusal(path, PIXEL)
+    assert "manifest.json records 5-d for pixel:v1, which gives 928-d" in msg
+    assert "restore it from backups/ or an export" in msg and "set perception" not in msg
+
+
 def test_a_memory_of_the_old_file_hash_opens_with_the_same_weights(tmp_path) -> None:
     old = EncoderSpec("clip:ViT-B-32:sha256-342c556da5a4", 8, TH)
     path = _made_with(tmp_path, old)
