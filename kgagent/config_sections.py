@@ -395,6 +395,16 @@ class BrainConfig(Section):
         "run goes on; stop ends the run (exit 1), so that every answer came from the model",
         "offline | stop",
     )
+    on_unreachable: str = param(
+        "stop",
+        "ours",
+        "an endpoint that no request of the run has reached (connection refused, unknown host, "
+        "no route) after the first call's retries: stop ends the run in one line (exit 1), as a "
+        "wrong URL or a server not started would otherwise play a whole run on offline answers; "
+        "offline plays on with offline answers and says so once (a server started later is "
+        "found by the breaker's probes)",
+        "stop | offline",
+    )
     breaker_failures: int = param(
         3,
         "ours",

@@ -36,7 +36,9 @@ with the key taken out (:class:`~kgagent.brain.endpoint.Redactor`).
 Failures that asking again cannot fix (a refused key, no such model or path, a model
 that takes no images, a streaming-only server) are neither retried nor negotiated: the
 record names their kind (``CallRecord.unfixable``) and the brain decides whether they
-end the run. A reply that is not a chat completion (an HTML page, an empty body) is
+end the run. So it does for a call whose requests, like every request of the run before
+them, reached no server (``CallRecord.unreached``: connection refused, unknown host, no
+route); those are retried first, as a server may still be starting. A reply that is not a chat completion (an HTML page, an empty body) is
 said to be one, and not billed.
 
 When the run is stopping (:meth:`ChatClient.interrupt`, from the first Ctrl-C), no new
@@ -65,6 +67,7 @@ from kgagent.brain.endpoint import (
     Redactor,
     connection_cause,
     endpoint_url,
+    not_reached,
     shown_url,
     unfixable,
     url_secrets,
@@ -110,6 +113,9 @@ class CallRecord:
     unfixable: str = ""
     #: the call ended because the run is stopping (no request, or one abandoned)
     stopped: bool = False
+    #: its last request, and every request of the run before it, reached no server
+    #: (connection refused, unknown host, no route: endpoint.not_reached)
+    unreached: bool = False
     #: requests sent again after a failed one (backoff retries) ...
     retries: int = 0
     #: ... of them after HTTP 429, and the seconds waited before those
@@ -199,6 +205,9 @@ class ChatClient:
         self._note = lambda line: note(self.redact(line))
         #: the endpoint has sent a chat completion in this run (its key, model and URL work)
         self.answered = False
+        #: a request of this run got further than a refused connection, an unknown host or
+        #: no route (a reply of any kind, a timeout): a server lives at the URL
+        self.reached = False
         #: the run is stopping: no new request (see :meth:`interrupt`)
         self.stopping = False
         self._waiting: int | None = None  # the thread inside a request or backoff wait
@@ -290,6 +299,7 @@ class ChatClient:
         raised_limits = params.setdefault("max_tokens", {})  # configured → raised
         max_tokens = raised_limits.get(cfg.max_output_tokens, cfg.max_output_tokens)
         raised = max_tokens != cfg.max_output_tokens  # raised once, by this call or before
+        unreached = False  # the last request reached no server
         while record.attempts <= retries:
             if self.stopping:
                 record.stopped, record.error = True, STOPPING
@@ -301,6 +311,7 @@ class ChatClient:
             record.requests += 1
             self._usage().requests += 1
             delay: float | None = None
+            unreached = False
             try:
                 raw = self._cut_short(
                     "request in flight",
@@ -309,6 +320,7 @@ class ChatClient:
                 )
                 response = completion(raw)
             except openai.APIStatusError as e:
+                self.reached = True
                 said = server_message(e)
                 msg = f"HTTP {e.status_code}: {said}"
                 record.error = msg
@@ -331,18 +343,23 @@ class ChatClient:
                 if after is not None:
                     delay = min(after, cfg.retry_after_cap_s)
             except openai.APITimeoutError:
+                self.reached = True  # a slow server, not a missing one
                 record.error = f"timed out after {cfg.timeout_s:g} s"
             except openai.APIConnectionError as e:
                 record.error = one_line(f"connection error: {connection_cause(e)}")
+                unreached = not_reached(e)
+                self.reached = self.reached or not unreached
             except NotACompletion as e:
+                self.reached = True
                 record.error = str(e)
                 if not self.answered:  # something else lives at the URL: asking again is vain
                     record.error, record.unfixable = e.what, NOT_API
                     break
             except Exception as e:  # noqa: BLE001 - a brain never crashes the loop
+                self.reached = True
                 record.error = one_line(f"{type(e).__name__}: {e}")
             else:
-                self.answered = True
+                self.answered = self.reached = True
                 self._account(response, request, sizes, record)
                 try:
                     try:
@@ -389,6 +406,7 @@ class ChatClient:
                 wait = delay if delay is not None else cfg.backoff_s * 2 ** (record.attempts - 1)
                 self._count_retry(record, wait, limited)
                 self._cut_short("wait before a retry", self._sleep, wait)
+        record.unreached = unreached and not self.reached
         return None
 
     def _count_retry(self, record: CallRecord, wait: float, limited: bool) -> None:

@@ -16,7 +16,10 @@
   refused (401, 403), nothing at the URL or no such model (404, a "model not found"
   message), a model that takes no images, a server that answers only streamed requests,
   and a server that refuses the answer mode ``brain.mode`` fixes (``MODE``: the client
-  decides that one, since only it knows whether another mode is allowed).
+  decides that one, since only it knows whether another mode is allowed). An endpoint
+  that no request of the run reached (``UNREACHED``, :func:`not_reached`: connection
+  refused, unknown host, no route) is one too once its retries are spent: the wrong port,
+  a server not started, a typo in the host.
   On an endpoint that has not answered once in a run, they end the run with one line
   that names the cause and what to check.
 * Replies that are not a chat completion (:func:`body_summary`): an HTML page, an empty
@@ -25,8 +28,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import socket
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -153,6 +158,28 @@ def connection_cause(exc: BaseException) -> str:
     return one_line(getattr(exc, "message", "") or str(exc)) or type(exc).__name__
 
 
+#: a connection that no server took: nothing listens on the port, or no route to the host
+_NOT_REACHED_ERRNOS = frozenset(
+    {errno.ECONNREFUSED, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL}
+)
+
+
+def not_reached(exc: BaseException) -> bool:
+    """The request reached no server: the connection was refused, the host name is unknown
+    (DNS), or there is no route to the host. A timeout (a slow or busy server, or one
+    behind a firewall that drops packets) is not one of these."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, socket.gaierror) or (
+            isinstance(e, OSError) and e.errno in _NOT_REACHED_ERRNOS
+        ):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 # ----------------------------------------------------------- bodies that are not JSON
 def body_summary(content_type: str | None, text: str | None) -> str:
     """What came back instead of JSON, in a few words: content type and title or text."""
@@ -198,6 +225,8 @@ _MODE_WORDS = ("tool", "jinja", "response_format", "json_schema", "grammar", "fu
 KEY, ACCESS, MODEL, PATH, IMAGES, STREAM = "key", "access", "model", "path", "images", "stream"
 #: the server refuses the answer mode that brain.mode fixes (tools, response_format)
 MODE = "mode"
+#: no request of the run reached a server: refused, unknown host, no route (:func:`not_reached`)
+UNREACHED = "unreached"
 #: a 2xx reply that is no chat completion (an HTML page, ``OK``) from an endpoint that never
 #: answered one: something else lives at the URL (response.NotACompletion)
 NOT_API = "not_api"
@@ -306,6 +335,13 @@ def setup_error(
         what = (
             f"{url.rstrip('/')}/chat/completions is not a chat-completions API ({said}): "
             f"check brain.base_url{hint}"
+        )
+    elif kind == UNREACHED:
+        where = urlsplit(url)
+        port = where.port or (443 if where.scheme == "https" else 80)
+        what = (
+            f"{at} could not be reached ({error}): is the server running, and listening on "
+            f"{where.hostname}:{port}? check brain.base_url (the host and the port)"
         )
     elif kind == IMAGES:
         what = (

@@ -28,7 +28,10 @@ Prompts are bounded (:mod:`kgagent.brain.relevance`): ``choose_cluster`` and
 A failure that cannot fix itself (a refused key, no such model or URL, a model that
 takes no images, a streaming-only server) on an endpoint that has not answered once in
 this run ends the run with :class:`~kgagent.brain.endpoint.EndpointUnusable`: one line
-that names the cause and what to check. Once the endpoint has answered, the same
+that names the cause and what to check. So does a role call whose requests, like every
+request of the run before, reached no server (connection refused, unknown host, no
+route) once its retries are spent, unless ``brain.on_unreachable = "offline"``: then the
+run plays on offline, and the user is told so once. Once the endpoint has answered, the same
 failures degrade like any other. With ``brain.on_failure = "stop"`` every failed role call
 ends the run that way (a benchmark whose answers must all come from the model).
 
@@ -67,7 +70,7 @@ from kgagent.brain.base import (
 )
 from kgagent.brain.breaker import CircuitBreaker
 from kgagent.brain.client import CallRecord, ChatClient, EndpointMemory
-from kgagent.brain.endpoint import EndpointUnusable, failure_text, setup_error
+from kgagent.brain.endpoint import UNREACHED, EndpointUnusable, failure_text, setup_error
 from kgagent.brain.images import image_data_url
 from kgagent.brain.offline import OfflineBrain
 from kgagent.brain.relevance import (
@@ -436,6 +439,8 @@ class VLMBrain(Brain):
             )
         if record.unfixable:
             record.error = failure_text(record.unfixable, record.error, record.mode)
+        if record.unreached and self.cfg.on_failure != "stop":
+            self._unreached(record)
         if record.ok:
             if self.breaker.success():
                 self.note("endpoint answers again: back to the VLM")
@@ -472,6 +477,28 @@ class VLMBrain(Brain):
                 "answers were offline)",
             )
         return fallback()
+
+    def _unreached(self, record: CallRecord) -> None:
+        """No request of the run has reached a server (refused, unknown host, no route):
+        the run stops in one line, unless ``brain.on_unreachable = "offline"``: then the user
+        is told once, loudly, that no answer comes from the model."""
+        error = f"{record.error}; {record.requests} request(s)"
+        if self.cfg.on_unreachable == "stop":
+            self.usage.unanswered_calls += 1  # the run stops here
+            raise setup_error(
+                UNREACHED,
+                error,
+                url=self.chat.shown_url,
+                model=self.cfg.model,
+                key_env=self.cfg.api_key_env,
+                key_set=self.chat.key_set,
+            )
+        self._tell_once(
+            "unreached",
+            f"brain: WARNING: the VLM endpoint {self.chat.shown_url} could not be reached "
+            f"({error}); as brain.on_unreachable=offline asks, the run plays on with offline "
+            "answers: none comes from the model until the endpoint answers",
+        )
 
     def _tell_once(self, what: str, line: str) -> None:
         if what not in self._told:

@@ -41,7 +41,8 @@ def dead_brain(**kw) -> tuple[VLMBrain, list[str]]:
         max_retries=1,
         backoff_s=0.0,
     )
-    for k, v in kw.items():
+    cfg.on_unreachable = "offline"  # offline play chosen: a server never reached stops
+    for k, v in kw.items():  # a run otherwise (test_endpoint_setup.py)
         setattr(cfg, k, v)
     logs: list[str] = []
     return VLMBrain(cfg, log=logs.append, endpoints=EndpointMemory(), clock=Clock()), logs

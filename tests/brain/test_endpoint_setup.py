@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from kgagent.brain import make_brain
+from kgagent.brain.client import EndpointMemory
 from kgagent.brain.endpoint import EndpointUnusable, Redactor, unfixable, with_v1
 from kgagent.brain.offline import OfflineBrain
 from kgagent.brain.vlm import VLMBrain
@@ -194,9 +195,91 @@ def test_connection_errors_name_their_cause(endpoint, monkeypatch):
     ]
     for url, cause in cases:
         b = failing(url)
+        b.cfg.on_unreachable = "offline"  # offline play chosen: the refusal is answered
         b.evaluate(skill(), transition())
         assert b.last_call.error.startswith("connection error: "), b.last_call.error
         assert cause in b.last_call.error and "Connection error." not in b.last_call.error
+
+
+def never_reached(base_url: str, **kw) -> tuple[VLMBrain, list[str]]:
+    cfg = BrainConfig(
+        kind="vlm",
+        base_url=base_url,
+        api_key_env="KGAGENT_TEST_UNSET_KEY",
+        max_retries=1,
+        backoff_s=0.0,
+        **kw,
+    )
+    logs: list[str] = []
+    return VLMBrain(cfg, log=logs.append, endpoints=EndpointMemory()), logs
+
+
+@pytest.mark.parametrize(
+    "host, cause",
+    [
+        ("127.0.0.1:{port}", "Connection refused"),  # no server on the port
+        ("no-such-host.invalid", "connection error: "),  # a host name that resolves to nothing
+    ],
+)
+def test_a_server_never_reached_stops_the_run_in_one_line(host, cause):
+    """The wrong port, a server not started, a typo in the host: after its retries the
+    first call stops the run, naming the URL (its password masked) and what to check."""
+    host = host.format(port=closed_port())
+    b, logs = never_reached(f"http://alice:Pa55word99@{host}/v1")
+    msg = evaluate_raises(b)
+    assert msg.startswith(f"the run stopped: the VLM endpoint http://alice:***@{host}/v1 could ")
+    assert cause in msg and "; 2 request(s)" in msg  # asked again before giving up
+    where = host if ":" in host else f"{host}:80"
+    assert f"is the server running, and listening on {where}? check brain.base_url" in msg
+    assert "Pa55word99" not in msg + "".join(logs)
+    u = b.usage
+    assert (u.requests, u.retries, u.unanswered_calls, u.failed_calls) == (2, 1, 1, 0)
+    strict, _ = never_reached(f"http://{host}/v1", on_failure="stop")  # its own line, as before
+    msg = evaluate_raises(strict)
+    assert "evaluate failed after 2 request(s): connection error: " in msg
+    assert msg.endswith("(brain.on_failure=stop)")
+
+
+def test_a_server_that_answered_once_then_went_away_degrades(endpoint):
+    """Reached once in the run, a refused connection is an outage, not a wrong URL: an
+    offline answer and the circuit breaker, as before. Never reached, the run stops."""
+    b = brain_for(endpoint, max_retries=1)
+    endpoint.push(tool_reply("evaluate", EVAL_OK))
+    assert b.evaluate(skill(), transition()).consistent is True
+    endpoint.stop()  # the server goes away mid-run
+    tr = transition()
+    assert b.evaluate(skill(), tr) == offline_of(b).evaluate(skill(), tr)
+    assert "Connection refused" in b.last_call.error and b.usage.failed_calls == 1
+    assert b.usage.unanswered_calls == 0
+    dead, _ = never_reached(endpoint.base_url)  # the same URL, in a run that never reached it
+    assert "could not be reached" in evaluate_raises(dead)
+
+
+def test_a_server_that_replied_with_an_error_first_is_not_taken_for_a_wrong_url(endpoint):
+    """A server that answered with HTTP 503 (still loading) exists: a refusal later in the
+    run degrades; only a run whose requests all went unanswered by any server stops."""
+    b = brain_for(endpoint, max_retries=0)
+    endpoint.push(Reply(status=503, message="loading model"))
+    b.evaluate(skill(), transition())
+    assert b.last_call.error == "HTTP 503: loading model"
+    endpoint.stop()
+    b.evaluate(skill(), transition())  # no EndpointUnusable
+    assert "Connection refused" in b.last_call.error and b.usage.unanswered_calls == 0
+    never, _ = never_reached(endpoint.base_url)
+    evaluate_raises(never)
+
+
+def test_offline_play_chosen_goes_on_and_says_so_once():
+    """``brain.on_unreachable = "offline"``: a server never reached is answered offline,
+    and the user is told once, loudly, that the model answers nothing."""
+    b, logs = never_reached(f"http://127.0.0.1:{closed_port()}/v1", on_unreachable="offline")
+    tr = transition()
+    for _ in range(2):
+        assert b.evaluate(skill(), tr) == offline_of(b).evaluate(skill(), tr)
+    (warning,) = [line for line in logs if "could not be reached" in line]
+    assert warning.startswith("brain: WARNING: the VLM endpoint http://127.0.0.1:")
+    assert "brain.on_unreachable=offline" in warning and "none comes from the model" in warning
+    assert b.usage.unanswered_calls == 0 and b.usage.failed_calls == 2
 
 
 def test_a_key_that_is_no_header_value_is_named_not_shown(endpoint, monkeypatch):

@@ -102,13 +102,15 @@ def test_fifty_steps_against_each_server_profile(name, tmp_path):
         assert sum("refused tools" in line for line in logs) == 1
 
 
-def test_dead_endpoint_run_continues_offline(tmp_path):
+def test_dead_endpoint_run_continues_offline_when_offline_play_is_chosen(tmp_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     cfg = config(f"http://127.0.0.1:{port}/v1", "local")
+    cfg.brain.on_unreachable = "offline"
     s, brain, logs = run(cfg, tmp_path)
     assert s.stopped == "steps" and s.library_size > 0
+    assert sum("WARNING: the VLM endpoint" in line for line in logs) == 1
     assert s.tokens == 0 and s.cost_usd == 0.0  # nothing was answered, nothing billed
     assert brain.breaker.trips >= 1
     assert brain.usage.requests < brain.usage.calls  # paused calls sent nothing

@@ -228,6 +228,33 @@ def test_cli_base_url_without_v1_exits_with_the_hint(tmp_path):
     assert len(ep.requests) == 1
 
 
+def test_cli_endpoint_never_reached_exits_with_one_line(tmp_path):
+    """Nothing listens on the port: the run stops at the first role call, exit 1, one line
+    that names the URL and what to check; the summary says why it stopped."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    p = play(tmp_path, "--brain-url", url, "--set", "brain.api_key_env=KGAGENT_UNSET_KEY",
+             "--set", "brain.backoff_s=0")  # fmt: skip
+    assert p.returncode == 1, p.stderr[-2000:]
+    (error,) = [line for line in p.stderr.splitlines() if line.startswith("error: ")]
+    assert error.startswith(f"error: the run stopped: the VLM endpoint {url} could not be ")
+    assert "Connection refused" in error and "is the server running" in error
+    assert "Traceback" not in p.stderr
+    _, steps, summary = read_log(the_log(tmp_path))
+    assert summary["stopped"] == "endpoint" and summary["steps"] == len(steps) < 100
+    assert summary["brain_failed_calls"] == 0 and summary["brain_unanswered_calls"] == 1
+    # brain.on_unreachable=offline: the run plays on offline, and says so once
+    p = play(tmp_path / "offline", "--brain-url", url, "--set", "brain.api_key_env=KGAGENT_UNSET_KEY",
+             "--set", "brain.backoff_s=0", "--set", "brain.on_unreachable=offline")  # fmt: skip
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stderr.count("brain: WARNING: the VLM endpoint") == 1, p.stderr[-2000:]
+    _, steps, summary = read_log(the_log(tmp_path / "offline"))
+    assert summary["steps"] == 100 and summary["brain_offline_calls"] > 0
+
+
 def test_cli_refuses_a_key_given_as_the_variable_name_without_showing_it(tmp_path):
     p = play(tmp_path, "--set", "brain.api_key_env=sk-abc123secret")
     assert p.returncode == 1

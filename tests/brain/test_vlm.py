@@ -238,6 +238,7 @@ def test_connection_refused_is_a_failure_not_a_crash():
         backoff_s=0.01,
         api_key_env="KGAGENT_TEST_UNSET_KEY",
     )
+    cfg.on_unreachable = "offline"  # no stop at the start
     b = VLMBrain(cfg, log=lambda s: None, endpoints=EndpointMemory())
     assert b.choose_cluster(transition().after, clusters()) is None  # offline: no features
     assert b.usage.failed_calls == 1 and b.usage.requests == 2
