@@ -245,8 +245,9 @@ def _distinct(r: dict) -> int:
 
 
 def paired(results: list[dict], a: str, b: str, rnd: int = 0) -> str:
-    """Paired by seed: mean difference ± SE and t of distinct achievements, a − b."""
-    from kgagent.bench.stats import ratio
+    """Paired by seed: mean difference ± SE, t and p of distinct achievements, a − b
+    (:func:`kgagent.bench.stats.paired_t`)."""
+    from kgagent.bench.stats import paired_t, ratio
 
     got = {
         m: {r["seed"]: _distinct(r) for r in results if r["method"] == m and r["round"] == rnd}
@@ -255,14 +256,11 @@ def paired(results: list[dict], a: str, b: str, rnd: int = 0) -> str:
     seeds = sorted(set(got[a]) & set(got[b]))
     if len(seeds) < 2:
         return f"{a} − {b}: fewer than 2 paired seeds"
-    d = [got[a][s] - got[b][s] for s in seeds]
-    mean, se = statistics.fmean(d), statistics.stdev(d) / len(d) ** 0.5
-    t = mean / se if se > 0 else float("inf") if mean else 0.0
-    ma, mb = statistics.fmean(got[a][s] for s in seeds), statistics.fmean(got[b][s] for s in seeds)
-    up = sum(x > 0 for x in d)
+    xa, xb = [got[a][s] for s in seeds], [got[b][s] for s in seeds]
+    ma, mb = statistics.fmean(xa), statistics.fmean(xb)
     return (
-        f"{a} − {b} (round {rnd}): {mean:+.2f} ± {se:.2f} SE, t = {t:.2f}, n = {len(d)}; "
-        f"{ma:.2f} vs {mb:.2f} ({ratio(ma, mb)}); {up} of {len(d)} seeds up"
+        f"{a} − {b} (round {rnd}), n = {len(seeds)}: {paired_t(xa, xb).text()}; "
+        f"{ma:.2f} vs {mb:.2f} ({ratio(ma, mb)})"
     )
 
 
@@ -270,6 +268,8 @@ def report(
     results: list[dict], methods: list[str], names: list[str], variants: Sequence[Any] = ()
 ) -> str:
     """The table per method (and variant) and round, then the paired comparisons."""
+    from kgagent.bench.stats import paired_t
+
     methods = [*methods, *(v.name for v in variants)]
     lines = [
         "| method | round | distinct achievements per seed | mean ± SE | unlocks / 1,000 steps "
@@ -320,15 +320,10 @@ def report(
             later = {
                 r["seed"]: _distinct(r) for r in results if r["method"] == m and r["round"] == rnd
             }
-            d = [later[s] - first[s] for s in sorted(set(first) & set(later))]
-            if len(d) > 1:
-                mean, se = statistics.fmean(d), statistics.stdev(d) / len(d) ** 0.5
-                t = mean / se if se > 0 else float("inf") if mean else 0.0  # as in paired()
-                lines.append(
-                    f"- {m} round {rnd} − round 0: {mean:+.2f} ± {se:.2f} SE, "
-                    f"t = {t:.2f}, n = {len(d)}; {sum(x > 0 for x in d)} up, "
-                    f"{d.count(0)} even, {sum(x < 0 for x in d)} down"
-                )
+            seeds = sorted(set(first) & set(later))
+            if len(seeds) > 1:
+                test = paired_t([later[s] for s in seeds], [first[s] for s in seeds])
+                lines.append(f"- {m} round {rnd} − round 0, n = {len(seeds)}: {test.text()}")
     pub = ", ".join(f"{k} {v} %" for k, v in PUBLISHED.items())
     lines.append("")
     lines.append(

@@ -63,9 +63,9 @@ def test_a_variant_is_reported_and_paired_with_the_baselines_and_its_method(benc
         results, ["full", "random"], NAMES, [Variant("greedy", "full", ("memory.c0=0.5",))]
     )
     assert "| greedy | 0 | 1 / 2 | 1.50 ± 0.50 |" in text
-    assert "- full − random (round 0): +1.00" in text
-    assert "- greedy − random (round 0): +1.50 ± 0.50 SE" in text
-    assert "- greedy − full (round 0): +0.50 ± 0.50 SE" in text
+    assert "- full − random (round 0), n = 2: +1.00" in text
+    assert "- greedy − random (round 0), n = 2: +1.50 ± 0.50 SE (t = 3.00" in text
+    assert "- greedy − full (round 0), n = 2: +0.50 ± 0.50 SE (t = 1.00" in text
     assert "- variant greedy: full with memory.c0=0.5" in text
 
 
@@ -82,8 +82,8 @@ def test_every_learning_arm_that_resumed_its_memory_gets_its_rounds_line(bench) 
     for r in results:
         r["world_steps"] = 100
     text = bench.report(results, ["full", "random"], NAMES, [Variant("greedy", "full", ())])
-    assert "- full round 1 − round 0: +1.00 ± 0.00 SE, t = inf, n = 2" in text
-    assert "- greedy round 1 − round 0: +1.50 ± 0.50 SE, t = 3.00, n = 2" in text
+    assert "- full round 1 − round 0, n = 2: +1.00 ± 0.00 SE (no spread: t undefined; 2 up" in text
+    assert "- greedy round 1 − round 0, n = 2: +1.50 ± 0.50 SE (t = 3.00, p = 0.205" in text
     assert "random round" not in text
 
 
@@ -109,13 +109,15 @@ def test_every_round_is_paired_with_round_0_and_with_a_learning_baseline(bench) 
         r["world_steps"] = 100
     text = bench.report(results, ["full", "no_graph", "random"], NAMES)
     assert (
-        "- full round 1 − round 0: +1.50 ± 0.50 SE, t = 3.00, n = 2; 2 up, 0 even, 0 down" in text
+        "- full round 1 − round 0, n = 2: +1.50 ± 0.50 SE (t = 3.00, p = 0.205; 2 up, 0 even, "
+        "0 down)" in text
     )
     assert (
-        "- full round 2 − round 0: +1.00 ± 1.00 SE, t = 1.00, n = 2; 1 up, 1 even, 0 down" in text
+        "- full round 2 − round 0, n = 2: +1.00 ± 1.00 SE (t = 1.00, p = 0.5; 1 up, 1 even, "
+        "0 down)" in text
     )
-    assert "- full − no_graph (round 0): +0.00" in text
-    assert "- full − no_graph (round 1): +1.50" in text
-    assert "- full − no_graph (round 2): +1.00" in text
-    assert "- full − random (round 0): +1.00" in text
+    assert "- full − no_graph (round 0), n = 2: +0.00" in text
+    assert "- full − no_graph (round 1), n = 2: +1.50" in text
+    assert "- full − no_graph (round 2), n = 2: +1.00" in text
+    assert "- full − random (round 0), n = 2: +1.00" in text
     assert "full − random (round 1)" not in text
