@@ -221,6 +221,11 @@ def play_cmd(
         if runner.last_summary is None:
             raise
         summary = runner.last_summary
+    except Exception:
+        if runner.last_summary is not None:  # the run had started: what it did, then the error
+            s = runner.last_summary
+            emit_record(s.to_dict(), fmt, table=s.format_table())
+        raise
     emit_record(summary.to_dict(), fmt, table=summary.format_table())
     if runner.stop_signal is not None:
         # stopped by a signal, cleanly: the shell's code for it, so a script can tell

@@ -91,6 +91,7 @@ class DesktopEnv(Env):
         self._face: Box | None = None  # the last window of its own program seen over it
         self._events: list[str] = []  # what it did on its own since the runner last asked
         self._put_backs = 0  # times an input moved the target partly off the screen
+        self._gone: str | None = None  # the bound window that closed after an input
         self._last: np.ndarray | None = None
         self._fresh = False  # launched and not acted on yet
         self._episode_steps = 0
@@ -397,6 +398,7 @@ class DesktopEnv(Env):
             return None
         except EnvironmentError_:
             if self._program is None:
+                self._gone = f"{self._title or self.config.window!r} (id {self._wid or 0:#x})"
                 w, h = size
                 return np.zeros((h, w, 3), np.uint8), 0.0, True, False, {"alive": False}
             return self._ended() if self._program_ended() else None
@@ -466,6 +468,12 @@ class DesktopEnv(Env):
                 + ("once" if self._put_backs == 1 else f"{self._put_backs} times")
                 + " (a drag on a title bar the program draws itself, or the program's own "
                 "move); it was put back where it was"
+            )
+        if self._gone is not None:
+            out.append(
+                f"desktop: the target window {self._gone} closed while the program reacted to "
+                "the agent's input (that input closed it, or something outside the agent did "
+                "meanwhile): the run ended there"
             )
         if self._face is not None:
             w, h = self._face[2], self._face[3]

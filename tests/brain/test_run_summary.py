@@ -246,6 +246,8 @@ def test_cli_endpoint_never_reached_exits_with_one_line(tmp_path):
     _, steps, summary = read_log(the_log(tmp_path))
     assert summary["stopped"] == "endpoint" and summary["steps"] == len(steps) < 100
     assert summary["brain_failed_calls"] == 0 and summary["brain_unanswered_calls"] == 1
+    (printed,) = json.loads(p.stdout)  # what the run did is printed before the error line
+    assert printed["stopped"] == "endpoint" and printed["steps"] == summary["steps"]
     # brain.on_unreachable=offline: the run plays on offline, and says so once
     p = play(tmp_path / "offline", "--brain-url", url, "--set", "brain.api_key_env=KGAGENT_UNSET_KEY",
              "--set", "brain.backoff_s=0", "--set", "brain.on_unreachable=offline")  # fmt: skip

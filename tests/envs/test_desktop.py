@@ -317,6 +317,29 @@ def test_window_closed_mid_run(app) -> None:
     assert env.ground_truth().alive is False
 
 
+def test_a_window_closed_after_an_input_ends_the_run_and_says_so(app) -> None:
+    """Gone while the program reacted to the input: the episode ends (that input may have
+    closed it), and the run's notes say that it did, and that the cause may lie outside."""
+    from kgagent.envs.desktop import DesktopEnv
+
+    proc, _counts_path, title = app
+
+    class ClosedMeanwhile(DesktopEnv):
+        def _execute(self, a: Action) -> None:
+            super()._execute(a)
+            proc.kill()
+            proc.wait()
+
+    env = ClosedMeanwhile(DesktopConfig(window=title, settle_timeout_s=1.0, action_pause_s=0.02))
+    assert env.notes() == []
+    *_, terminated, _trunc, info = env.step(Action("click", x=80, y=50))
+    assert terminated and info["alive"] is False
+    (note,) = env.notes()
+    assert note.startswith(f"desktop: the target window {title!r} (id 0x")
+    assert "that input closed it, or something outside the agent did meanwhile" in note
+    env.close()
+
+
 def test_no_display_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from kgagent.envs.desktop import DesktopEnv
 
