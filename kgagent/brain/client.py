@@ -55,6 +55,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import openai
@@ -225,6 +226,14 @@ class ChatClient:
                 f"brain: no price known for model {cfg.model!r}; costing it at "
                 f"{pricing.UNKNOWN_REMOTE}'s list price (add brain.prices = "
                 f'["{cfg.model}=IN/OUT"] to correct it)',
+            )
+        if self.key_set and urlsplit(self.base_url).username:
+            self._tell(
+                "basic auth",
+                f"brain: {self.shown_url} names a user: requests carry it as HTTP basic auth in "
+                f"the Authorization header, which then cannot carry the key in "
+                f"${cfg.api_key_env}: the key is not sent (a server that wants the key needs a "
+                "URL without the user and password)",
             )
         self._dearest = 0.0  # the dearest single request so far (budget look-ahead)
 

@@ -161,6 +161,21 @@ def test_no_message_notes_or_log_line_shows_the_key(endpoint, key):
     assert KEY[:9] not in said  # neither the key nor a part of it
 
 
+def test_a_user_in_the_url_takes_the_place_of_the_key_and_that_is_said(endpoint, key):
+    """The SDK sends the URL's user and password as HTTP basic auth, in the one
+    Authorization header: the key cannot go too, and the start says so once."""
+    url = endpoint.base_url.replace("http://", "http://alice:Pa55word99@")
+    b = brain_for(endpoint, base_url=url, api_key_env="KGAGENT_TEST_KEY")
+    endpoint.push(tool_reply("evaluate", EVAL_OK))
+    b.evaluate(skill(), transition())
+    assert endpoint.requests[-1]["headers"]["Authorization"].startswith("Basic ")
+    (line,) = [s for s in b.test_logs if "basic auth" in s]
+    assert "the key in $KGAGENT_TEST_KEY" in line and "the key is not sent" in line
+    assert "alice:***@" in line and "Pa55word99" not in line and KEY not in line
+    plain = brain_for(endpoint, api_key_env="KGAGENT_TEST_KEY")  # no user: no line
+    assert not [s for s in plain.test_logs if "basic auth" in s]
+
+
 def test_redactor():
     r = Redactor("secret-token-12345678")
     assert r("got secret-token-12345678!") == "got ***!"
