@@ -379,6 +379,57 @@ def test_wrong_encoder_and_existing_target_refused(exported, target, tmp_path) -
     assert out["encoder"] == "test:v1"
 
 
+def test_a_target_it_may_not_write_is_refused_before_any_work(
+    exported, target, tmp_path, monkeypatch
+) -> None:
+    """A memory without --force, a non-empty directory that is not a memory, or a file:
+    refused in one line before the archive is read (even when there is none) and before
+    anything is written next to the target, the target as it was."""
+    from kgagent.memory import staging
+
+    def no_staging(*_a: object) -> None:
+        raise AssertionError("a staging directory was made for a refused target")
+
+    monkeypatch.setattr(staging, "make", no_staging)
+    _, archive = exported
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "keep.txt").write_text("mine")
+    file = tmp_path / "file"
+    file.write_text("mine")
+    cases = [
+        (target, False, "already holds a memory; pass --force"),
+        (junk, False, "is not empty and is not a kgagent memory"),
+        (junk, True, "is not empty and is not a kgagent memory"),
+        (file, False, "exists and is not a directory"),
+        (file, True, "exists and is not a directory"),
+    ]
+    for dest, force, message in cases:
+        before = tree_hash(dest) if dest.is_dir() else dest.read_bytes()
+        said: list[str] = []
+        for source in (archive, tmp_path / "no-such.kgmem.tar.gz"):
+            with pytest.raises(ArchiveError, match=message) as e:
+                import_memory(source, dest, force=force, progress=said.append)
+            assert "\n" not in str(e.value)
+        assert said == [], (dest.name, force, said)
+        assert (tree_hash(dest) if dest.is_dir() else dest.read_bytes()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "junk", "out", "target"]
+
+
+def test_cli_refuses_an_existing_memory_in_one_line_before_any_progress(exported, target) -> None:
+    from click.testing import CliRunner
+    from kgagent.cli.main import cli
+
+    _, archive = exported
+    before = tree_hash(target)
+    r = CliRunner().invoke(cli, ["memory", "import", str(archive), "--memory", str(target)])
+    assert r.exit_code == 1, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "already holds a memory; pass --force" in lines[0], lines
+    assert tree_hash(target) == before
+    assert sorted(p.name for p in target.parent.iterdir()) == ["out", "target"]
+
+
 def test_export_refuses_to_overwrite(exported) -> None:
     pop, archive = exported
     size = archive.stat().st_size
