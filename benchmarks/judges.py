@@ -50,7 +50,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(H
 from learning import machine, versions  # noqa: E402 - benchmarks/ is not a package
 
 from kgagent.bench.local import spawn_pool  # noqa: E402
-from kgagent.bench.stats import ratio  # noqa: E402
+from kgagent.bench.stats import paired_t, ratio  # noqa: E402
 from kgagent.bench.variants import Variant, add_arguments, parse_variants  # noqa: E402
 from kgagent.config_sections import ABLATIONS  # noqa: E402
 from kgagent.errors import ConfigError  # noqa: E402
@@ -190,20 +190,6 @@ def mean_se(values: list[float], digits: int = 2) -> str:
     return f"{m:.{digits}f} ± {statistics.stdev(values) / len(values) ** 0.5:.{digits}f}"
 
 
-def paired_t(a: list[float], b: list[float]) -> str:
-    """``b − a`` over pairs: mean ± SE and t (and how many pairs went up / down)."""
-    d = [y - x for x, y in zip(a, b)]
-    if not d:
-        return "no pairs"
-    m = statistics.fmean(d)
-    up, down = sum(x > 0 for x in d), sum(x < 0 for x in d)
-    if len(d) < 2:
-        return f"{m:+.2f} (1 pair)"
-    se = statistics.stdev(d) / len(d) ** 0.5
-    t = f"t = {m / se:.2f}" if se > 0 else "t undefined (no spread)"
-    return f"{m:+.2f} ± {se:.2f} SE, {t}, n = {len(d)} ({up} up, {down} down)"
-
-
 def measure(r: dict) -> float:
     """What a run achieved: distinct achievements where the game lists them (Crafter, as
     in the bench grid), else the game's progression."""
@@ -302,7 +288,7 @@ def _versus(results: list[dict], j: str, g: str, a: str, b: str) -> list[str]:
     return [
         f"- {j} / {g}: {what} {a} {ma:.2f} vs {b} {mb:.2f} ({ratio(ma, mb)}"
         + ("; target ≥ 1.3× with the ground-truth judge" if targets else "")
-        + f"); {a} − {b} per seed {paired_t(pb, pa)}; role calls {a} / {b} {calls}, "
+        + f"); {a} − {b} per seed {paired_t(pa, pb).text()}; role calls {a} / {b} {calls}, "
         f"VLM requests {reqs}" + (" (target ≤ 50 %)" if targets else "")
     ]
 

@@ -285,6 +285,8 @@ def _arm(r: dict[str, Any]) -> str:
 
 
 def _paired(rows: list[dict[str, Any]]) -> list[str]:
+    from kgagent.bench.stats import paired_t
+
     out = []
     for game in sorted({r["game"] for r in rows}):
         by = {
@@ -298,18 +300,10 @@ def _paired(rows: list[dict[str, Any]]) -> list[str]:
             seeds = sorted(set(by[a]) & set(by[b]))
             if not seeds:
                 continue
-            d = [by[b][s] - by[a][s] for s in seeds]
-            m = statistics.fmean(d)
-            up, down = sum(x > 0 for x in d), sum(x < 0 for x in d)
-            if len(d) >= 2 and statistics.stdev(d) > 0:
-                se = statistics.stdev(d) / len(d) ** 0.5
-                stat = f"{m:+.2f} ± {se:.2f} SE (t ≈ {m / se:.1f})"
-            else:
-                stat = f"{m:+.2f}"
+            test = paired_t([by[b][s] for s in seeds], [by[a][s] for s in seeds])
             out.append(
-                f"- {game}: progression {what}, paired by seed ({len(seeds)} seeds): {stat}; "
-                f"{up} up, {len(d) - up - down} even, {down} down; per seed "
-                + " ".join(f"{by[a][s]:g}→{by[b][s]:g}" for s in seeds)
+                f"- {game}: progression {what}, paired by seed ({len(seeds)} seeds): "
+                f"{test.text()}; per seed " + " ".join(f"{by[a][s]:g}→{by[b][s]:g}" for s in seeds)
             )
     return out
 
