@@ -156,7 +156,7 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
         try:
             outcomes, interrupted = _run_cells(grid, opts, todo, len(before))
         finally:
-            held.release()
+            _unlock_results(held)
     wall = time.time() - t0
     records, rows, finished_cells = _gather(grid, out, outcomes)
     if opts.report_only and not records:
@@ -207,22 +207,57 @@ LOCK_FILE = "bench.lock"
 
 def _lock_results(out: Path) -> HeldLock:
     """The results folder's lock: two commands running cells into one folder would run
-    the same cells at once and overwrite each other's records."""
+    the same cells at once and overwrite each other's records.
+
+    An exclusive ``flock`` on ``bench.lock``, which the operating system drops when its
+    process dies (a killed run's file is taken over as it is). Its holder removes the file
+    as it ends (:func:`_unlock_results`), still holding the lock: a command that opened the
+    file before then locks a file no longer in the folder, sees it, and locks the new one."""
     from kgagent.memory.lock import lock_holder, try_lock
 
     path = out / LOCK_FILE
-    held = try_lock(path)
-    if held is None:
-        raise BenchError(
-            f"another kgagent bench{lock_holder(path)} is running cells into {out}: wait for it "
-            "to finish (or stop it), or give another --out"
-        )
+    for _ in range(_LOCK_TRIES):
+        held = try_lock(path)
+        if held is None:
+            raise BenchError(
+                f"another kgagent bench{lock_holder(path)} is running cells into {out}: wait "
+                "for it to finish (or stop it), or give another --out"
+            )
+        if _is_file_at(held.fd, path):
+            break
+        held.release()  # its holder ended and removed it meanwhile
+    else:
+        raise BenchError(f"cannot lock {path}: it keeps being replaced; try again")
     try:
         os.ftruncate(held.fd, 0)
         os.write(held.fd, f"{os.getpid()}\n".encode())
     except OSError:
         pass
     return held
+
+
+#: Files :func:`_lock_results` locks before one stays in the folder (each one removed by
+#: a command that ended meanwhile).
+_LOCK_TRIES = 20
+
+
+def _is_file_at(fd: int, path: Path) -> bool:
+    """Whether the open file ``fd`` is the one at ``path`` (not removed nor replaced)."""
+    try:
+        there, mine = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _unlock_results(held: HeldLock) -> None:
+    """Remove the lock file, then drop the lock: no ``bench.lock`` stays in the folder."""
+    try:
+        if _is_file_at(held.fd, held.path):
+            held.path.unlink()
+    except OSError:
+        pass
+    held.release()
 
 
 def _header(

@@ -14,16 +14,40 @@ from pathlib import Path
 
 #: Packages whose version can change a run's numbers (segmentation, arithmetic, storage order).
 VERSIONED = ("numpy", "opencv-python", "pillow", "ladybug", "kuzu", "lancedb", "torch")
+#: Packages that can decide a run's figures too, named only when installed: kgagent itself,
+#: the perception models (encoders, segmenter, OCR), the brain's SDK, the third-party games
+#: (gym:ID, Crafter, Atari) and Ray. One that is not installed ran no cell.
+WHEN_INSTALLED = (
+    "kgagent",
+    "torchvision",
+    "open_clip_torch",
+    "segment-anything",
+    "rapidocr-onnxruntime",
+    "onnxruntime",
+    "openai",
+    "gymnasium",
+    "crafter",
+    "ale-py",
+    "ray",
+)
 
 
 def versions(extra: tuple[str, ...] = ()) -> str:
-    """``python 3.11.7, numpy 2.4.6, …`` (a package that is missing says so)."""
+    """``python 3.11.7, numpy 2.4.6, …``: :data:`VERSIONED` and ``extra`` (a package that
+    is missing says so), then those of :data:`WHEN_INSTALLED` that are installed."""
     parts = [f"python {platform.python_version()}"]
     for name in (*VERSIONED, *extra):
         try:
             parts.append(f"{name} {importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
             parts.append(f"{name} (not installed)")
+    for name in WHEN_INSTALLED:
+        if name in extra:
+            continue
+        try:
+            parts.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
     return ", ".join(parts)
 
 

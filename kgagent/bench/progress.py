@@ -7,7 +7,8 @@ from typing import Any
 
 
 class GridProgress:
-    """Counts cells as the executors start and finish them; prints a failed cell's line."""
+    """Counts cells as the executors start and finish them; prints a failed cell's line.
+    The bar advances for a cell that ended (done or failed), not for an interrupted one."""
 
     def __init__(self, total: int, *, skipped: int = 0, label: str = "bench", show: bool = True):
         self.total, self.skipped = total, skipped
@@ -36,8 +37,8 @@ class GridProgress:
             self.failed += 1
             self.write(f"failed: {outcome.get('key')}: {outcome.get('error')}")
         self._refresh()
-        if self._bar is not None:
-            self._bar.update(1)
+        if self._bar is not None and outcome.get("status") != "interrupted":
+            self._bar.update(1)  # an interrupted cell is not done: it runs again next time
 
     def write(self, line: str) -> None:
         if self._bar is not None:

@@ -225,7 +225,7 @@ def _paired_table(res: Results, at: Where) -> list[str]:
         if (p["experiment"], p["env"], p["judge"], p["round"], p["kind"]) == where
     ]
     if not rows:
-        return []
+        return _no_reference(res, at)
     shown = [m for m in res.metrics[:3] if any(p["metric"] == m for p in rows)]
     judged = _judged(res)
     what = "difference ± SE, t with its two-sided p, pairs up / even / down"
@@ -243,7 +243,30 @@ def _paired_table(res: Results, at: Where) -> list[str]:
         if judged:
             cells.append(_verdict(judged, mine))
         lines.append(_row(cells))
+    few = sorted({p["n"] for p in rows if p["metric"] in shown and p["n"] < MIN_PAIRS})
+    if few:  # a small p of any column is no claim either: the verdict's rule holds for all
+        ns = ", ".join(map(str, few))
+        lines += [
+            "",
+            f"Fewer than {MIN_PAIRS} pairs (n = {ns}): no difference in this table is shown, "
+            "in any column, whatever its p.",
+        ]
     return lines + [""]
+
+
+def _no_reference(res: Results, at: Where) -> list[str]:
+    """Where an experiment's methods ran but its reference has no runs here, one line that
+    says why there is no paired table (a grid run with ``--only``, or its reference failed)."""
+    exp, env, judge, rnd = at.exp, at.env, at.judge, at.rnd
+    if res.group(exp.name, env, judge, rnd, exp.reference):
+        return []
+    if not any(res.group(exp.name, env, judge, rnd, m) for m in exp.methods):
+        return []
+    return [
+        f"No paired comparison: the reference `{exp.reference}` has no finished runs in this "
+        "folder (run its cells: the grid without `--only`, or again where they failed).",
+        "",
+    ]
 
 
 #: How the report's verdicts are reached (:func:`kgagent.bench.stats.verdict`).

@@ -270,7 +270,8 @@ def parse_grid(
     top = {k: v for k, v in data.items() if k in _EXPERIMENT and k != "name"}
     experiments: list[Experiment] = []
     for i, table in enumerate(tables):
-        _known(table, _EXPERIMENT, f"{where}, experiment {i + 1}")
+        label = repr(str(table["name"])) if table.get("name") else str(i + 1)
+        _known(table, _EXPERIMENT, f"{where}, experiment {label}")
         merged = {**top, **table}
         if "set" in top and "set" in table:
             merged["set"] = [*_strings(top["set"], "set"), *_strings(table["set"], "set")]

@@ -5,6 +5,7 @@ with nothing finished writes nothing; an interrupted grid counts what cells.csv 
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 from pathlib import Path
 
@@ -176,6 +177,7 @@ def test_an_interrupted_grid_counts_what_it_recorded(
     assert rows["interrupted"]["error"] == "interrupted: round 0 stopped after 2 of 5 steps"
     report = (out / "report.md").read_text()
     assert "(1 finished, of which 0 before this command; 0 failed, 1 interrupted)" in report
+    assert not (out / "bench.lock").exists()
 
 
 def test_a_cell_stopped_by_a_signal_is_interrupted(tmp_path: Path, monkeypatch) -> None:
@@ -344,5 +346,79 @@ def test_a_second_command_into_a_folder_being_run_is_refused(ran: Path, tmp_path
     with pytest.raises(BenchError, match=r"another kgagent bench \(pid 4242\) is running cells"):
         run_grid(load_grid(grown), opts)
     assert _snapshot(folder / "cells") == before
-    held.release()
+    assert (folder / LOCK_FILE).read_text() == "4242\n"  # the refused command leaves it be
+    held.release()  # as a killed command's: its file stays, unlocked, and is taken over
     assert run_grid(load_grid(grown), opts)["ran"] == 2
+    assert not (folder / LOCK_FILE).exists()
+
+
+def test_no_lock_file_stays_after_a_run(ran: Path, tmp_path: Path) -> None:
+    """Finished (the fixture's run) or failed, the command removes its bench.lock."""
+    from kgagent.bench.grid import LOCK_FILE
+
+    assert not (ran / "r1" / LOCK_FILE).exists()
+    pytest.importorskip("gymnasium")
+    broken = tmp_path / "broken.toml"
+    broken.write_text(GRID.replace('envs = ["cardgame"]', 'envs = ["gym:Pendulum-v1"]'))
+    with pytest.raises(BenchError, match="failed"):
+        run_grid(load_grid(broken), BenchOptions(out=tmp_path / "r", plots=False, progress=False))
+    assert (tmp_path / "r" / "cells.csv").is_file() and not (tmp_path / "r" / LOCK_FILE).exists()
+
+
+def test_a_lock_file_removed_by_its_ending_holder_is_not_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command that opened bench.lock just before its holder removed it and ended locks a
+    file no longer in the folder: it takes the new one, as a third command would, so that
+    two commands never hold the folder at once."""
+    import kgagent.memory.lock as lock
+    from kgagent.bench.grid import LOCK_FILE, _lock_results, _unlock_results
+
+    real, calls = lock.try_lock, []
+
+    def try_lock(path: Path, **kw):  # noqa: ANN003, ANN202 - try_lock's signature
+        calls.append(path)
+        held = real(path, **kw)
+        if len(calls) == 1:
+            path.unlink()  # its holder removed it meanwhile
+        return held
+
+    monkeypatch.setattr(lock, "try_lock", try_lock)
+    held = _lock_results(tmp_path)
+    assert len(calls) == 2
+    assert os.fstat(held.fd).st_ino == (tmp_path / LOCK_FILE).stat().st_ino
+    monkeypatch.setattr(lock, "try_lock", real)
+    with pytest.raises(BenchError, match="another kgagent bench"):
+        _lock_results(tmp_path)
+    _unlock_results(held)
+    assert not (tmp_path / LOCK_FILE).exists()
+
+
+def test_the_header_names_the_versions_of_the_packages_installed(ran: Path) -> None:
+    """Those that decide a run's figures: the games, Ray, the brain's SDK, the models."""
+    import importlib.metadata
+
+    versions = _meta(ran / "r1")["versions"]
+    named = 0
+    for name in ("openai", "open_clip_torch", "segment-anything", "gymnasium", "crafter", "ray"):
+        try:
+            version = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            assert f"{name} " not in versions, versions  # not installed: not named
+            continue
+        assert f", {name} {version}" in versions, (name, versions)
+        named += 1
+    assert named >= 2  # openai and open_clip_torch are kgagent's own dependencies
+    assert any(line.startswith("- versions: ") and "openai" in line for line in _header(ran / "r1"))
+
+
+def test_only_other_methods_say_why_there_is_no_paired_table(ran: Path, tmp_path: Path) -> None:
+    """`--only random` into a new folder: the reference ran nothing, and the report says so."""
+    out = tmp_path / "r"
+    opts = BenchOptions(out=out, plots=False, progress=False, only=["random"])
+    assert run_grid(load_grid(ran / "g1.toml"), opts)["ran"] == 1
+    report = (out / "report.md").read_text()
+    assert (
+        "No paired comparison: the reference `full` has no finished runs in this folder" in report
+    )
+    assert "No paired comparison" not in (ran / "r1" / "report.md").read_text()

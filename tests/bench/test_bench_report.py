@@ -151,12 +151,47 @@ def test_two_steady_series_show_no_spread_and_no_verdict_but_not_shown(tmp_path:
 
 
 def test_a_paired_comparison_of_two_seeds_is_not_shown(tmp_path: Path) -> None:
+    """Not in the verdict's column only: a small p of another column is no claim either."""
     res = _results(tmp_path, None)
     text = render_section(res, "paired", Where(res.grid.experiments[0], "cardgame", "offline"))
-    intro, _, head, _, row = text.splitlines()
+    intro, _, head, _, row, _, note = text.splitlines()
     assert intro.endswith("in the better direction, missed in the other, otherwise not shown):")
     assert head == "| comparison | progression | score | ERR | verdict (higher progression) |"
     assert row.startswith("| full − random |") and row.endswith("| not shown (n = 2 < 10) |")
+    assert note == (
+        "Fewer than 10 pairs (n = 2): no difference in this table is shown, in any column, "
+        "whatever its p."
+    )
+
+
+def test_a_first_metric_without_a_verdict_still_has_the_note_below_ten_pairs(
+    tmp_path: Path,
+) -> None:
+    res = _results(tmp_path, ["nodes", "score"])
+    text = render_section(res, "paired", Where(res.grid.experiments[0], "cardgame", "offline"))
+    assert "verdict" not in text
+    assert text.splitlines()[-1].startswith("Fewer than 10 pairs (n = 2): no difference")
+
+
+def test_ten_pairs_have_no_note(tmp_path: Path) -> None:
+    res = _results(tmp_path, None, GRID.replace("seeds = [0, 1]", "seeds = 10"))
+    text = render_section(res, "paired", Where(res.grid.experiments[0], "cardgame", "offline"))
+    assert "| full − random |" in text and "Fewer than" not in text
+
+
+def test_a_reference_without_runs_says_why_there_is_no_paired_table(tmp_path: Path) -> None:
+    """`--only random`: the reference `full` ran nothing, and the report says so in one line."""
+    res = _results(tmp_path, None)
+    res.runs = [r for r in res.runs if r["method"] != "full"]
+    res.paired = []
+    where = Where(res.grid.experiments[0], "cardgame", "offline")
+    assert render_section(res, "paired", where) == (
+        "No paired comparison: the reference `full` has no finished runs in this folder "
+        "(run its cells: the grid without `--only`, or again where they failed).\n"
+    )
+    assert "No paired comparison" in render_report(res, {})
+    res.runs = []  # nothing ran: no table, no line
+    assert render_section(res, "paired", where) == ""
 
 
 def test_a_first_metric_without_a_better_way_has_no_verdict(tmp_path: Path) -> None:

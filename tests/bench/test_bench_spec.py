@@ -148,6 +148,19 @@ def test_digest_follows_the_cell_not_the_grid(tmp_path: Path) -> None:
         ),
         ('envs = ["cardgame"]\nmetrics = []\n', "metrics must name at least one"),
         ('envs = ["cardgame"]\nmetrics = ["score", "score"]\n', "'score' is listed twice"),
+        # an experiment is named by its name wherever the error is found, by its index without
+        (
+            'envs = ["cardgame"]\n[[experiment]]\nname = "tiny"\nrefernce = "full"\n',
+            "experiment 'tiny': unknown key 'refernce'",
+        ),
+        (
+            'envs = ["cardgame"]\n[[experiment]]\nname = "tiny"\nsteps = 0\n',
+            "experiment 'tiny': steps must be",
+        ),
+        (
+            'envs = ["cardgame"]\n[[experiment]]\nname = "a"\n[[experiment]]\nrefernce = "x"\n',
+            "experiment 2: unknown key 'refernce'",
+        ),
     ],
 )
 def test_bad_grid_is_one_line(tmp_path: Path, text: str, expect: str) -> None:

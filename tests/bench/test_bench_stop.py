@@ -113,6 +113,20 @@ def _cells(out: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def test_the_progress_bar_counts_an_interrupted_cell_as_not_done(capsys) -> None:  # noqa: ANN001
+    """3 cells done and 1 interrupted of 4: the bar stands at 3/4, not 4/4 (100 %)."""
+    from kgagent.bench.progress import GridProgress
+
+    progress = GridProgress(4, label="bench t")
+    progress.start("", 4)
+    for status in ("done", "done", "done", "interrupted"):
+        progress.finish({"key": "k", "status": status})
+    progress.close()
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert "| 3/4 [" in last and "done 3, running 0, failed 0, interrupted 1" in last, last
+    assert "100%" not in last
+
+
 def test_sigterm_stops_the_grid_and_writes_its_results(tmp_path: Path) -> None:
     out = tmp_path / "results"
     proc, workers, err = _stop_when(_two_logs_with_steps, out, "--jobs", "2")
@@ -124,6 +138,9 @@ def test_sigterm_stops_the_grid_and_writes_its_results(tmp_path: Path) -> None:
     assert [r["status"] for r in rows] == ["interrupted", "interrupted"]
     assert all(r["error"].startswith("interrupted: round 0 stopped after ") for r in rows), rows
     assert (out / "report.md").is_file() and (out / "summary.json").is_file()
+    assert not (out / "bench.lock").exists()  # the folder takes the next command's cells
+    bars = [line for line in err.replace("\r", "\n").splitlines() if "interrupted 2" in line]
+    assert bars and all("| 0/2 [" in line for line in bars), bars  # none is done
     assert len(workers) == 2 and not any(_alive(p) for p in workers)  # the pool waited
     for log in out.glob("cells/*/runs/*.jsonl"):  # each run wrote its summary
         last = json.loads(log.read_text().splitlines()[-1])
