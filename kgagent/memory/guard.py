@@ -139,6 +139,8 @@ class Verdict:
     writes: str | None = None
     files: str | None = None
     params: tuple[str, ...] = ()
+    #: a flagged word written as a name (after ``AS``): the refusal suggests backticks
+    named: str | None = None
 
 
 @lru_cache(maxsize=512)
@@ -149,6 +151,7 @@ def classify(text: str) -> Verdict:
     toks = significant(text)
     writes: str | None = None
     files: str | None = None
+    named: str | None = None
     for i, t in enumerate(toks):
         if t.kind != "word" or (i and _is_op(toks[i - 1], ".")):
             continue
@@ -173,8 +176,11 @@ def classify(text: str) -> Verdict:
             files = files or word
         if word in WRITE_WORDS:
             writes = writes or word
+        after_as = i and toks[i - 1].kind == "word" and toks[i - 1].text.upper() == "AS"
+        if after_as and (word in FILE_WORDS or word in WRITE_WORDS):
+            named = named or t.text
     params = tuple(dict.fromkeys(t.value for t in toks if t.kind == "param"))
-    return Verdict(writes, files, params)
+    return Verdict(writes, files, params, named)
 
 
 def _is_op(t: Token, char: str) -> bool:
@@ -205,11 +211,13 @@ def params_of(text: str) -> list[str]:
 def check(text: str, *, write: bool, allow_files: bool) -> Verdict:
     """Refuse ``text`` unless ``write`` / ``allow_files`` allow what it does; its verdict."""
     v = classify(text)
+    # a keyword given as a name (`AS load`) reads as the keyword wherever it is used
+    hint = f"; if {v.named} is a name, write it in backticks (`{v.named}`)" if v.named else ""
     if v.files and not allow_files:
         raise FileAccessRefused(
             f"this query reaches files, extensions or settings ({v.files}) and is refused, "
-            "even with --write; pass --allow-files to run it anyway"
+            f"even with --write; pass --allow-files to run it anyway{hint}"
         )
     if v.writes and not write:
-        raise ReadOnlyViolation(f"this query writes ({v.writes}); pass --write to allow it")
+        raise ReadOnlyViolation(f"this query writes ({v.writes}); pass --write to allow it{hint}")
     return v

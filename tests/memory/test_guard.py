@@ -74,6 +74,23 @@ def test_classify(text: str, writes: str | None, files: str | None) -> None:
     assert (v.writes, v.files) == (writes, files)
 
 
+def test_a_keyword_given_as_a_name_is_refused_with_the_backticks_that_pass() -> None:
+    """Not reserved words, and still refused as names (a later `set` reads as the clause);
+    the refusal says how to write the name instead."""
+    from kgagent.errors import ReadOnlyViolation
+    from kgagent.memory.guard import FileAccessRefused, check
+
+    with pytest.raises(
+        FileAccessRefused, match=r"if load is a name, write it in backticks \(`load`\)$"
+    ):
+        check("MATCH (s:State) RETURN s.visits AS load", write=False, allow_files=False)
+    with pytest.raises(ReadOnlyViolation, match=r"\(SET\); pass --write to allow it; if set is"):
+        check("MATCH (k) WITH k.status AS set RETURN set", write=False, allow_files=False)
+    assert check("MATCH (k) WITH k.status AS `set` RETURN `set`", write=False, allow_files=False)
+    with pytest.raises(ReadOnlyViolation, match=r"\(SET\); pass --write to allow it$"):
+        check("MATCH (k) SET k.x = 1", write=False, allow_files=False)  # no name: no hint
+
+
 def test_params_skip_strings_comments_and_names() -> None:
     assert params_of("RETURN $a, '$b', /* $c */ a$d, $`e f`, $a") == ["a", "e f"]
 
