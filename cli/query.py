@@ -207,6 +207,8 @@ def query_cmd(
         def produce() -> Iterator[Iterator[dict[str, Any]]]:
             # in the child process: its own read-only connection
             mem = open_memory(memory, config, write=False)
+            if not allow_files:
+                mem = _confined(mem, memory, config)
             try:
                 if name is not None:
                     mem.named_query(name, bound)  # internal or missing parameters: refused
@@ -227,6 +229,21 @@ def query_cmd(
             "pass --limit 0 for all, or narrow the query",
             err=True,
         )
+
+
+def _confined(mem: Any, memory: Path, config: Config) -> Any:
+    """The memory opened again after the kernel confined this process: files readable
+    beneath the memory and Python's code only, none writable, no TCP
+    (:mod:`kgagent.memory.confine`). The first open loaded what the engine loads lazily;
+    the engine's threads, started by the second, are confined too (the kernel confines
+    a thread and the threads it starts)."""
+    from kgagent.memory import queries
+    from kgagent.memory.confine import confine, python_dirs
+
+    queries.load_all()  # read from the package's files: before the doors close
+    mem.close()
+    confine([memory, *python_dirs()])
+    return open_memory(memory, config, write=False)
 
 
 def _write_query(

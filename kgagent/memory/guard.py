@@ -22,7 +22,8 @@ refused too (write it in backticks); a property (after ``.``) is not a keyword.
 The check runs on tokens, never on raw text: a quote in a comment, or a comment
 marker in a string, cannot hide a statement. Not the only line of defence: a
 query that is not ``--write`` also runs on a database opened read-only, or in a
-read-only transaction.
+read-only transaction, and ``kgagent query`` runs it in a process the kernel keeps
+off the files (:mod:`kgagent.memory.confine`, where Linux has Landlock).
 """
 
 from __future__ import annotations

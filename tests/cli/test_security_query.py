@@ -96,6 +96,46 @@ def test_every_attack_in_every_wrapper_is_refused(mem: Path, tmp_path: Path, wri
     _untouched(mem, out)
 
 
+def test_with_the_guard_fooled_the_kernel_still_keeps_a_read_query_off_the_files(
+    mem: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second line: a read-only query's process is confined by Landlock (reads
+    beneath the memory and Python's code, writes nowhere). Should the token check ever
+    let a file statement through, the engine's attempt fails and nothing is written or
+    read outside the memory."""
+    from kgagent.memory import guard
+    from kgagent.memory.confine import abi_version
+
+    if abi_version() < 1:
+        pytest.skip("this kernel has no Landlock: the query guard is the only line")
+    monkeypatch.setattr(guard, "classify", lambda text: guard.Verdict())  # a blind guard
+    out = tmp_path / "out"
+    out.mkdir()
+    secret = tmp_path / "secret.csv"
+    secret.write_text("alice,hunter2\n")
+    for stmt in (
+        f"COPY (MATCH (s:State) RETURN s.id) TO '{out}/leak.csv'",
+        f"EXPORT DATABASE '{out}/dump'",
+        f"LOAD FROM '{secret}' (header=false) RETURN *",
+    ):
+        res = run("query", "--memory", str(mem), stmt)
+        line = _one_line_refusal(res)
+        assert "hunter2" not in res.output, (stmt, line)
+    _untouched(mem, out)
+    ok = run(
+        "query", "--memory", str(mem), "MATCH (s:State) RETURN count(*) AS n", "--format", "csv"
+    )
+    assert ok.exit_code == 0 and ok.output.split() == ["n", "3"]  # reads still work
+    allowed = run(
+        "query",
+        "--memory",
+        str(mem),
+        "--allow-files",
+        f"LOAD FROM '{secret}' (header=false) RETURN *",
+    )
+    assert allowed.exit_code == 0 and "hunter2" in allowed.output  # not confined when allowed
+
+
 def test_file_and_stdin_are_checked_the_same(mem: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
