@@ -110,7 +110,11 @@ def url_secrets(url: str) -> tuple[str, ...]:
     return (password, unquote(password)) if password else ()
 
 
-_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s'\"]+")
+#: an ``Authorization`` credential quoted back: ``Bearer <token>`` or ``Basic <base64 of
+#: user:password>``, up to a space, a quote, a backslash or the punctuation that closes a
+#: phrase (``;`` ``,`` ``)`` ``]`` ``}`` ``>``), which stays
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[^\s'\"\\;,)\]}>]+")
+_BASIC = re.compile(r"\b(Basic)\s+[A-Za-z0-9+/]{8,}={0,2}")  # not "basic auth" in a sentence
 #: OpenAI-style secret keys (``sk-…``, ``sk-proj-…``): never shown, whoever's they are
 _SK = re.compile(r"\bsk-[A-Za-z0-9_\-*.…]{6,}")
 #: shorter keys are only replaced where they appear whole
@@ -118,8 +122,8 @@ _PREFIX_AT = 16
 
 
 class Redactor:
-    """Removes a secret from text: the key itself, any ``Bearer …`` credential, any
-    ``sk-…`` key, a quoted part of the key that starts like it (a server that shows
+    """Removes a secret from text: the key itself, any ``Bearer …`` or ``Basic …``
+    credential, any ``sk-…`` key, a quoted part of the key that starts like it (a server that shows
     ``sk-BAD1234…`` of a longer key), and the password of any URL (:func:`shown_url`)."""
 
     MASK = "***"
@@ -139,6 +143,7 @@ class Redactor:
         for prefix in self._prefixes:
             s = prefix.sub(self.MASK, s)
         s = _BEARER.sub(lambda m: f"{m.group(1)} {self.MASK}", s)
+        s = _BASIC.sub(lambda m: f"{m.group(1)} {self.MASK}", s)
         return shown_url(_SK.sub("sk-" + self.MASK, s))
 
 
@@ -162,6 +167,19 @@ def connection_cause(exc: BaseException) -> str:
 _NOT_REACHED_ERRNOS = frozenset(
     {errno.ECONNREFUSED, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL}
 )
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment (``http_proxy``, ``https_proxy``, ``all_proxy``, less
+    ``no_proxy``) names for ``url``, as it may be shown; None when requests go direct."""
+    from urllib.request import getproxies_environment, proxy_bypass_environment
+
+    parts = urlsplit(url)
+    proxies = getproxies_environment()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or proxy_bypass_environment(parts.hostname or "", proxies):
+        return None
+    return shown_url(proxy)
 
 
 def not_reached(exc: BaseException) -> bool:
@@ -310,6 +328,12 @@ def setup_error(
     if kind == MODE:
         asks = _MODE_ASKS.get(mode, mode)
         what = f"{at} refuses {asks} ({error}) and {_fixed(mode)}: {_mode_fix(mode, error)}"
+    elif kind == KEY and urlsplit(url).username:
+        what = (
+            f"{at} refused the credentials ({error}): the user and password in brain.base_url "
+            "went as HTTP basic auth, in place of any API key: check them, or leave them out "
+            f"of the URL to send the key in ${key_env}"
+        )
     elif kind == KEY:
         sent = "" if key_set else f"; ${key_env} is not set, so no key was sent"
         what = (
@@ -339,9 +363,14 @@ def setup_error(
     elif kind == UNREACHED:
         where = urlsplit(url)
         port = where.port or (443 if where.scheme == "https" else 80)
+        proxy = proxy_for(url)
         what = (
-            f"{at} could not be reached ({error}): is the server running, and listening on "
-            f"{where.hostname}:{port}? check brain.base_url (the host and the port)"
+            f"{at} could not be reached through the proxy {proxy} that the environment "
+            f"names ({error}): is the proxy running? A server it cannot reach (one on this "
+            f"machine) is reached directly with NO_PROXY={where.hostname}"
+            if proxy
+            else f"{at} could not be reached ({error}): is the server running, and listening "
+            f"on {where.hostname}:{port}? check brain.base_url (the host and the port)"
         )
     elif kind == IMAGES:
         what = (

@@ -51,6 +51,20 @@ def test_a_refused_key_on_the_first_call_stops_with_the_variable_and_no_key(endp
     assert KEY not in msg and KEY[:10] not in msg and "Incorrect API key provided: ***" in msg
 
 
+def test_refused_url_credentials_are_named_and_never_shown_even_in_base64(endpoint, key):
+    """A proxy that quotes the Authorization header it got: the Basic credential (base64
+    of user:password) is masked, and the line names the URL's user and password."""
+    url = endpoint.base_url.replace("http://", "http://alice:hunter2pass@")
+    b = brain_for(endpoint, base_url=url, api_key_env="KGAGENT_TEST_KEY")
+    endpoint.default = Reply(
+        status=401, message="Incorrect API key provided: Basic YWxpY2U6aHVudGVyMnBhc3M="
+    )
+    msg = evaluate_raises(b)
+    assert "refused the credentials (HTTP 401: Incorrect API key provided: Basic ***)" in msg
+    assert "the user and password in brain.base_url went as HTTP basic auth" in msg
+    assert "YWxpY2U6aHVudGVyMnBhc3M" not in msg and "hunter2pass" not in msg
+
+
 def test_an_unset_key_is_named(endpoint):
     b = brain_for(endpoint)
     endpoint.default = Reply(status=401, message="missing bearer token")
@@ -181,7 +195,13 @@ def test_redactor():
     assert r("got secret-token-12345678!") == "got ***!"
     assert r("got secret…") == "got secret…"  # too short a part to be the key
     assert r("got secret-token-1234…") == "got ***"
-    assert r("b'Bearer abc\\nxyz'") == "b'Bearer ***'"
+    assert r("b'Bearer abc\\nxyz'") == "b'Bearer ***\\nxyz'"  # the token ends at the escape
+    # the punctuation after a credential stays; a Basic one (base64 of user:password) goes
+    assert r("for key Bearer sk-SECRET123456789; retry (Bearer tok)") == (
+        "for key Bearer ***; retry (Bearer ***)"
+    )
+    assert r("got Basic YWxpY2U6aHVudGVyMnBhc3M=, refused") == "got Basic ***, refused"
+    assert r("sent as HTTP basic auth") == "sent as HTTP basic auth"  # words stay words
     assert r("key sk-proj-abcdefgh") == "key sk-***"
     assert r("a disk-cache and a task-runner") == "a disk-cache and a task-runner"
     assert Redactor(None)("nothing to hide") == "nothing to hide"
@@ -253,6 +273,21 @@ def test_a_server_never_reached_stops_the_run_in_one_line(host, cause):
     msg = evaluate_raises(strict)
     assert "evaluate failed after 2 request(s): connection error: " in msg
     assert msg.endswith("(brain.on_failure=stop)")
+
+
+def test_a_proxy_from_the_environment_is_named_when_nothing_is_reached(endpoint, monkeypatch):
+    """http_proxy names a proxy that is not running: the local server is never asked, and
+    the line says the proxy was in the way, not that the server is down."""
+    for var in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    proxy = f"http://127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("http_proxy", proxy)
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    b, _logs = never_reached(endpoint.base_url)
+    msg = evaluate_raises(b)
+    assert not endpoint.requests
+    assert f"could not be reached through the proxy {proxy} that the environment names" in msg
+    assert "NO_PROXY=127.0.0.1" in msg
 
 
 def test_a_server_that_answered_once_then_went_away_degrades(endpoint):
