@@ -27,6 +27,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from kgagent.config_brain import BrainConfig  # noqa: F401 - part of this module's API
 from kgagent.config_fields import (
     FieldSpec,
     coerce,
@@ -39,7 +40,6 @@ from kgagent.config_fields import (
 from kgagent.config_sections import (  # noqa: F401 - the sections are part of this module's API
     ABLATIONS,
     AugmentConfig,
-    BrainConfig,
     DesktopConfig,
     GymConfig,
     InvocationConfig,
