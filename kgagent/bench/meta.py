@@ -36,19 +36,19 @@ def versions(extra: tuple[str, ...] = ()) -> str:
     """``python 3.11.7, numpy 2.4.6, …``: :data:`VERSIONED` and ``extra`` (a package that
     is missing says so), then those of :data:`WHEN_INSTALLED` that are installed."""
     parts = [f"python {platform.python_version()}"]
-    for name in (*VERSIONED, *extra):
-        try:
-            parts.append(f"{name} {importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            parts.append(f"{name} (not installed)")
-    for name in WHEN_INSTALLED:
-        if name in extra:
-            continue
-        try:
-            parts.append(f"{name} {importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            pass
+    parts += [f"{name} {_version(name) or '(not installed)'}" for name in (*VERSIONED, *extra)]
+    parts += [
+        f"{name} {v}" for name in WHEN_INSTALLED if name not in extra and (v := _version(name))
+    ]
     return ", ".join(parts)
+
+
+def _version(name: str) -> str | None:
+    """The installed version of package ``name``; None when it is not installed."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def machine() -> str:
