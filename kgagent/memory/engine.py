@@ -15,6 +15,7 @@ transaction control is a named query (``queries/_transaction.cypher``).
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib
 import os
 import sys
@@ -273,6 +274,49 @@ def _exit_without_destructors() -> None:
     os._exit(1)
 
 
+#: Opens a graph read-only (replaying its log in memory) and closes it: run in a child.
+_LOG_PROBE = (
+    "import sys; from pathlib import Path; from kgagent.memory.engine import GraphDB; "
+    "GraphDB(Path(sys.argv[1]), sys.argv[2], read_only=True).close()"
+)
+
+
+def log_crash(graph: Path, engine: str) -> str | None:
+    """Whether the engine crashes replaying the write-ahead log a writer that did not
+    close left beside ``graph``: a child process opens it read-only first, as some
+    damaged logs end the process that reads them (a segmentation fault) instead of
+    raising. The signal's name, or None: no log, it opened, or it refused with an error
+    (the open in this process says which). Asked once per state of the log (its size
+    and time) in a process, so a reader that opens again and again asks once."""
+    wal = Path(f"{graph}.wal")
+    try:
+        st = wal.stat()
+    except OSError:
+        return None
+    if not st.st_size:
+        return None
+    return _log_crash(str(graph), engine, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _log_crash(graph: str, engine: str, _size: int, _mtime_ns: int) -> str | None:
+    import signal
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _LOG_PROBE, graph, engine], capture_output=True, timeout=600
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None  # no child to ask (a confined process): the open says what it can
+    if proc.returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-proc.returncode).name
+    except ValueError:
+        return f"signal {-proc.returncode}"
+
+
 def _open_error(path: Path, engine: str, msg: str) -> str:
     """The one line for a database that does not open, with what to do about it."""
     low = msg.lower()
@@ -284,6 +328,14 @@ def _open_error(path: Path, engine: str, msg: str) -> str:
             f"the graph database's write-ahead log {path}.wal is damaged ({msg}); "
             f"`kgagent memory check --repair --memory {where}` keeps a copy of it and recovers "
             "what it holds"
+        )
+    wal = Path(f"{path}.wal")
+    if ("assertion" in low or "runtime exception" in low) and wal.is_file() and wal.stat().st_size:
+        return (
+            f"the graph engine failed reading {path} and the write-ahead log {wal} that a "
+            f"writer which did not close left beside it ({msg}): a damaged log does this; "
+            f"`kgagent memory check --repair --memory {where}` keeps a copy of it and recovers "
+            "what it can"
         )
     if "checkpoint" in low and ("pending" in low or "recovery" in low):
         return (

@@ -28,7 +28,7 @@ from kgagent.errors import EncoderMismatchError, MemoryStoreError, SchemaVersion
 from kgagent.memory import migrations, staging
 from kgagent.memory.core import EncoderSpec, MemoryCore
 from kgagent.memory.diskspace import commit_timeout, reserve_bytes
-from kgagent.memory.engine import GraphDB, engine_name
+from kgagent.memory.engine import GraphDB, engine_name, log_crash
 from kgagent.memory.files import (
     MANIFEST,
     BlobStore,
@@ -36,7 +36,7 @@ from kgagent.memory.files import (
     read_manifest,
     write_manifest,
 )
-from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory
+from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory, writer_holder
 from kgagent.memory.vectors import VectorStore
 
 GRAPH = "graph.db"
@@ -330,6 +330,16 @@ class Lifecycle(MemoryCore):
             )
         if recorded and recorded < latest and not read_only and config.memory.backup_on_migrate:
             self._backup(f"schema-v{recorded}")
+        # a log left by a writer that did not close: a damaged one may crash the engine
+        crash = None  # (beside a live writer the log is its own, in use)
+        if not read_only or writer_holder(path) is None:
+            crash = log_crash(path / GRAPH, self.engine)
+        if crash is not None:
+            raise MemoryStoreError(
+                f"the {self.engine} engine crashes ({crash}) reading the write-ahead log "
+                f"{path / GRAPH}.wal, left by a writer that did not close: `kgagent memory "
+                f"check --repair --memory {path}` keeps a copy of it and recovers what it can"
+            )
         self._db = GraphDB(
             path / GRAPH,
             self.engine,

@@ -323,6 +323,33 @@ def test_repair_of_a_log_damaged_in_the_middle_ends_with_a_memory_that_opens(
         assert "after that checkpoint are lost" in rep.output and states < 200
 
 
+def test_a_log_damaged_in_the_middle_is_one_line_pointing_at_repair_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    """Kùzu crashes (SIGSEGV) opening such a log and LadybugDB fails an assertion: every
+    command but --repair says in one line what happened and how to repair it, and leaves
+    the memory as it was."""
+    path = tmp_path / "m"
+    subprocess.run([sys.executable, "-c", TORN, str(path)], check=True)
+    wal = path / "graph.db.wal"
+    with open(wal, "r+b") as f:
+        f.seek(wal.stat().st_size // 2)
+        f.write(np.random.default_rng(7).integers(0, 256, 64, dtype=np.uint8).tobytes())
+    before = {p.name: p.read_bytes() for p in path.iterdir() if p.is_file()}
+    for args in (["memory", "info"], ["memory", "check"]):
+        res = subprocess.run(
+            [sys.executable, "-m", "kgagent.cli.main", *args, "--memory", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert res.returncode == 1, (args, res.returncode, res.stderr[-500:])
+        (line,) = res.stderr.strip().splitlines()[-1:]
+        assert line.startswith("error: ") and "Traceback" not in res.stderr, res.stderr[-500:]
+        assert f"kgagent memory check --repair --memory {path}" in line, line
+    assert {p.name: p.read_bytes() for p in path.iterdir() if p.is_file()} == before
+
+
 def test_repair_without_room_for_its_copy_is_one_line_and_changes_nothing(
     tmp_path: Path,
 ) -> None:
