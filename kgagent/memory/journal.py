@@ -84,7 +84,9 @@ class VectorJournal:
         (dim,) = _HEADER.unpack_from(data, len(MAGIC))
         if dim != self.dim:
             raise MemoryStoreError(
-                f"{self.path} holds {dim}-d vectors but this memory's encoder is {self.dim}-d"
+                f"{self.path} holds {dim}-d vectors but this memory's encoder is {self.dim}-d "
+                "(as manifest.json records it): the manifest was edited or damaged, or the "
+                "journal is another memory's; restore the memory from backups/ or an export"
             )
         pos = HEADER_SIZE
         n = len(data)

@@ -202,8 +202,9 @@ def test_journal_of_another_dimension_is_refused(tmp_path) -> None:
 
     vs = VectorStore(tmp_path / "vectors", 8)
     vs.put("s-0", 0, _unit(np.random.default_rng(3), 8))
-    with pytest.raises(MemoryStoreError, match="8-d vectors but this memory's encoder is 4-d"):
+    with pytest.raises(MemoryStoreError, match="8-d vectors but this memory's encoder is 4-d") as e:
         VectorStore(tmp_path / "vectors", 4).load({})
+    assert str(e.value).endswith("restore the memory from backups/ or an export")
 
 
 def test_a_reader_opens_lancedb_only_when_it_reads_a_vector(tmp_path) -> None:
