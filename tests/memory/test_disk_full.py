@@ -294,6 +294,17 @@ def test_repair_sets_aside_a_log_the_engine_cannot_replay_and_keeps_a_copy(
         assert all(r["status"] == "ok" for r in m.check())
 
 
+def _damaged_in_the_middle(path: Path) -> Path:
+    """A memory whose writer died with 200 states in its log, 64 bytes of which, in the
+    middle, are then overwritten."""
+    subprocess.run([sys.executable, "-c", TORN, str(path)], check=True)
+    wal = path / "graph.db.wal"
+    with open(wal, "r+b") as f:
+        f.seek(wal.stat().st_size // 2)
+        f.write(np.random.default_rng(7).integers(0, 256, 64, dtype=np.uint8).tobytes())
+    return path
+
+
 def test_repair_of_a_log_damaged_in_the_middle_ends_with_a_memory_that_opens(
     tmp_path: Path,
 ) -> None:
@@ -302,12 +313,8 @@ def test_repair_of_a_log_damaged_in_the_middle_ends_with_a_memory_that_opens(
     replays the log up to the damage or sets it aside, and the memory opens."""
     from kgagent.memory.engine import engine_name
 
-    path = tmp_path / "m"
-    subprocess.run([sys.executable, "-c", TORN, str(path)], check=True)
+    path = _damaged_in_the_middle(tmp_path / "m")
     wal = path / "graph.db.wal"
-    with open(wal, "r+b") as f:
-        f.seek(wal.stat().st_size // 2)
-        f.write(np.random.default_rng(7).integers(0, 256, 64, dtype=np.uint8).tobytes())
     damaged = wal.read_bytes()
     rep = CliRunner().invoke(cli, ["memory", "check", "--repair", "--memory", str(path)])
     assert rep.exit_code == 0 and "Traceback" not in rep.output, rep.output
@@ -329,12 +336,7 @@ def test_a_log_damaged_in_the_middle_is_one_line_pointing_at_repair_not_a_crash(
     """Kùzu crashes (SIGSEGV) opening such a log and LadybugDB fails an assertion: every
     command but --repair says in one line what happened and how to repair it, and leaves
     the memory as it was."""
-    path = tmp_path / "m"
-    subprocess.run([sys.executable, "-c", TORN, str(path)], check=True)
-    wal = path / "graph.db.wal"
-    with open(wal, "r+b") as f:
-        f.seek(wal.stat().st_size // 2)
-        f.write(np.random.default_rng(7).integers(0, 256, 64, dtype=np.uint8).tobytes())
+    path = _damaged_in_the_middle(tmp_path / "m")
     before = {p.name: p.read_bytes() for p in path.iterdir() if p.is_file()}
     for args in (["memory", "info"], ["memory", "check"]):
         res = subprocess.run(
