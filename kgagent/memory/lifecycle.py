@@ -332,7 +332,9 @@ class Lifecycle(MemoryCore):
             self._backup(f"schema-v{recorded}")
         # a log left by a writer that did not close: a damaged one may crash the engine
         crash = None  # (beside a live writer the log is its own, in use)
-        if not read_only or writer_holder(path) is None:
+        wal = path / f"{GRAPH}.wal"
+        left = wal.is_file() and wal.stat().st_size > 0  # no log: no lock probe either
+        if left and (not read_only or writer_holder(path) is None):
             crash = log_crash(path / GRAPH, self.engine)
         if crash is not None:
             raise MemoryStoreError(
