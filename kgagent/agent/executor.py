@@ -185,7 +185,11 @@ def _pointer_target(
             crop = objects.crop(op_object)
         except Exception as e:  # a crop missing from memory is an absent object
             raise GroundingError(f"object {name or op_object} has no reference crop: {e}") from e
-        g, t = ground_operand(op_object, crop, image, objects, cfg)
+        timed = getattr(objects, "timed_ground", None)
+        if timed is None:  # a lookup without part times (a test double)
+            g, t = ground_operand(op_object, crop, image, objects, cfg)
+        else:
+            g, t = timed(ground_operand, op_object, crop, image, objects, cfg)
         if g.found and g.point is not None:
             return g.point, g
         if t is not None and t.found and t.point is not None:

@@ -78,6 +78,7 @@ class Agent:
         self.episode = Episode(self.cfg)
         self.observer = Observer(self.cfg, memory, encoder, segmenter, self.episode, reader)
         self.observer.reader = Timed(self.observer.reader, self.times, "read")
+        self.observer.times = self.times
         self.observer.brain_roles = frozenset(getattr(brain, "label_roles", ()) or ())
         self.history = SkillHistory(self.cfg, memory, graph=self.sakg)
         self.keeper = LibraryKeeper(self.cfg, memory, brain, self.history)

@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import cv2
 import numpy as np
@@ -41,6 +41,9 @@ from .episode import Episode
 from .executor import object_present
 from .protocols import MemoryAPI
 from .screen import Screen
+from .timing import PartTimes
+
+T = TypeVar("T")
 
 #: Whether an object is on the screen an :class:`Observation` was made of.
 Presence = Callable[[str], bool]
@@ -119,6 +122,8 @@ class Observer:
         self.brain_roles: frozenset[str] = frozenset()
         #: seconds spent reading (recognition, and segmenting screens only to read them)
         self.reading_s = 0.0
+        #: the step's part times (the agent's); template matching counts as ``ground``
+        self.times: PartTimes | None = None
         # id(image) -> (image, its text boxes); the image is held so its id stays its own
         self._texts: OrderedDict[int, tuple[np.ndarray, list[TextBox]]] = OrderedDict()
         self._state_texts: dict[str, list[TextBox]] = {}  # state -> boxes of its last segmentation
@@ -497,6 +502,14 @@ class Observer:
         except KGAgentError:
             return None
 
+    def timed_ground(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)``, its time counted as the step's ``ground`` part (template
+        matching: where a step's time grows with the library, as presence is asked of
+        every object of every candidate skill)."""
+        if self.times is None:
+            return fn(*args, **kwargs)
+        return self.times.run("ground", fn, *args, **kwargs)
+
     def presence(self, image: np.ndarray) -> Presence:
         """Whether an object is on ``image``: segmented on it, else template-matched (cached)."""
         if self._presence[0] is not image:
@@ -509,7 +522,9 @@ class Observer:
             if object_id in known:
                 return True
             if object_id not in cache:
-                cache[object_id] = object_present(object_id, image, self, self.cfg)
+                cache[object_id] = self.timed_ground(
+                    object_present, object_id, image, self, self.cfg
+                )
             return cache[object_id]
 
         return present

@@ -5,8 +5,10 @@ the parts it calls (a memory call made while segmenting counts as memory, not as
 segmentation). The parts are measured by wrapping the agent's collaborators
 (:class:`Timed`) and by the screen around each action; the environment may report its
 own parts of an action (a desktop: sending the input, waiting for the screen to settle,
-capturing it) in ``info["timing"]``. What is left is the agent's own work (choosing,
-grounding): ``other``.
+capturing it) in ``info["timing"]``. Template matching of remembered objects is ``ground``
+(to execute a skill, and to ask whether a candidate skill's objects are on the screen:
+the part that grows with the library). What is left is the agent's own work (choosing,
+bookkeeping): ``other``.
 """
 
 from __future__ import annotations

@@ -342,9 +342,12 @@ class PrivateX:
         self.size = (w, h)
         r, wfd = os.pipe()
         try:
-            # -displayfd: Xvfb picks a free display number itself and writes it here
+            # -displayfd: Xvfb picks a free display number itself and writes it here;
+            # -noreset: without it the server resets whenever its last client leaves and
+            # refuses connections meanwhile (kgagent's probe leaves before the program comes)
+            argv = ["Xvfb", "-displayfd", str(wfd), "-screen", "0", f"{w}x{h}x24"]
             self.proc = _spawn(
-                ["Xvfb", "-displayfd", str(wfd), "-screen", "0", f"{w}x{h}x24", "-nolisten", "tcp"],
+                [*argv, "-nolisten", "tcp", "-noreset"],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 pass_fds=(wfd,),

@@ -49,7 +49,9 @@ class Settler:
         every action would wait the whole ``settle_timeout_s``). Polling every
         ``settle_interval_s`` keeps the wait close to the program's own reaction time;
         the poll before a wait's end is shortened to land on it, so a wait lasts what
-        its setting says, not up to one interval and one capture more.
+        its setting says, not up to one interval and one capture more. It always compares
+        at least two captures: when the first alone outlasts ``settle_timeout_s`` (a large
+        screen under load), the second decides.
         Returns the last capture and whether it settled before the timeout.
         """
         c = self.config
@@ -62,7 +64,8 @@ class Settler:
         if before is not None and not self.alike(before, prev):
             changed_at = time.monotonic()
             self.reactions.record(changed_at - start)
-        while (now := time.monotonic()) < deadline:
+        while True:  # at least one comparison: a first capture past the timeout is no verdict
+            now = time.monotonic()
             due = start + quiet if changed_at is None else changed_at + still
             time.sleep(max(0.0, min(c.settle_interval_s, due - now, deadline - now)))
             cur = grab()
@@ -78,7 +81,8 @@ class Settler:
             elif changed_at is None and now - start >= quiet:
                 return cur, True
             prev = cur
-        return prev, False
+            if now >= deadline:
+                return prev, False
 
     def looked(self, settled: Frame | None, now: Frame) -> None:
         """The environment captured ``now`` after the wait that returned ``settled``:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +68,10 @@ def parse_query(query: str) -> tuple[str, str]:
     """``"pid:1234"``, ``"class:XTerm"``, ``"title:Calculator"`` or a plain text.
 
     A plain text matches a title (exactly, then as a case-insensitive part), then a
-    class or instance name (case-insensitively)."""
+    class or instance name (case-insensitively). Texts are compared in Unicode's
+    composed form (NFC): an "ü" typed as "u" and a combining diaeresis (NFD, as some
+    keyboards and file names give it) names the title written with the one character
+    "ü"; they look the same."""
     kind, sep, value = query.partition(":")
     if sep and kind in ("pid", "class", "title"):
         if not value.strip():
@@ -81,21 +85,36 @@ def parse_query(query: str) -> tuple[str, str]:
     return "any", query
 
 
+def _nfc(text: str) -> str:
+    """``text`` in Unicode's composed form (NFC), as query and titles are compared."""
+    return unicodedata.normalize("NFC", text)
+
+
+#: what a query of each kind (:func:`parse_query`) was matched against, for messages
+SEARCHED = {
+    "pid": "by pid",
+    "class": "by class or instance name",
+    "title": "by title",
+    "any": "by title, then class; title:TEXT, class:NAME or pid:N searches one",
+}
+
+
 def matches(query: str, windows: list[Window]) -> list[Window]:
     """Every window of ``windows`` (topmost first) that ``query`` names (see
     :func:`parse_query`), by the first of its tests that names any."""
     kind, value = parse_query(query)
     if kind == "pid":
         return [w for w in windows if w.pid == int(value)]
+    value = _nfc(value)
     v = value.lower()
     if kind == "class":
-        return [w for w in windows if v in (c.lower() for c in w.wm_class)]
+        return [w for w in windows if v in (_nfc(c).lower() for c in w.wm_class)]
     tests: list[Callable[[Window], bool]] = [
-        lambda w: w.title == value,
-        lambda w: v in w.title.lower(),
+        lambda w: _nfc(w.title) == value,
+        lambda w: v in _nfc(w.title).lower(),
     ]
     if kind == "any":
-        tests.append(lambda w: v in (c.lower() for c in w.wm_class))
+        tests.append(lambda w: v in (_nfc(c).lower() for c in w.wm_class))
     for test in tests:
         hits = [w for w in windows if test(w)]
         if hits:
@@ -262,8 +281,9 @@ class XWindows:
             if wayland_session()
             else ""
         )
+        searched = SEARCHED[parse_query(query)[0]]
         return EnvironmentError_(
-            f"no visible window matches {query!r} (by title, class or pid:N) on "
+            f"no visible window matches {query!r} ({searched}) on "
             f"{self.display}; visible windows: {shown}{hint}"
         )
 

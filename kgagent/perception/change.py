@@ -70,6 +70,7 @@ def idle_change(
     interval_s: float,
     threshold: int = 30,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
     watches: int = 2,
 ) -> float:
     """The Δ a screen shows without any input: the smallest of ``watches`` watches' largest.
@@ -85,22 +86,34 @@ def idle_change(
     first screen (a blank window while it loads) changes once, in one watch only. The
     smallest watch is the noise; a still screen ends the probe after one watch. Returns
     0.0 for a screen that stays still (every built-in game).
+
+    Each phase (the wait, each watch) ends once ``duration_s`` has passed on ``clock``,
+    after at least one comparison, or after ``duration_s / interval_s`` screenshots:
+    where one screenshot takes seconds (a large screen under load), the probe lasts a
+    few screenshots, not that many of them.
     """
     n = max(1, int(round(duration_s / interval_s))) if interval_s > 0 else 1
+    wait = max(interval_s, 0.0)
+    end = clock() + duration_s
     first = observe()
     for _ in range(n):  # wait until the screen holds still once (or give up)
-        sleep(max(interval_s, 0.0))
+        sleep(wait)
         cur = observe()
         if cur.shape == first.shape and np.array_equal(cur, first):
             break
         first = cur
+        if clock() >= end:
+            break
     least = 1.0
     for _ in range(max(1, watches)):
+        end = clock() + duration_s
         worst = 0.0
         for _ in range(n):
-            sleep(max(interval_s, 0.0))
+            sleep(wait)
             cur = observe()
             worst = max(worst, visual_change(first, cur, threshold))
+            if clock() >= end:
+                break
         least = min(least, worst)
         if least == 0.0:
             break

@@ -426,3 +426,14 @@ def test_a_run_that_cannot_start_leaves_no_new_memory(cfg, tmp_path) -> None:
     with pytest.raises(EnvironmentError_):
         _runner(cfg, kept, NoWindowEnv(kept / "runs" / "x.program.log")).run(5)
     assert (kept / "runs" / "x.program.log").read_text() == "cannot open display\n"
+
+
+def test_template_matching_is_its_own_part_of_a_step(cfg, tmp_path) -> None:
+    """Grounding a skill's objects (to execute it, and to ask whether a candidate skill
+    can start: every object of every candidate) is timed as ``ground``, not left in
+    ``other``: it is the part that grows with the library."""
+    s = _run(cfg, tmp_path / "m", ToyEnv(), 40)
+    steps = read_log(s.log_path)[1]
+    ground = [r["times_ms"].get("ground", 0.0) for r in steps]
+    assert sum(1 for ms in ground if ms > 0) >= 10
+    assert all(set(r["times_ms"]) >= {"other"} for r in steps)

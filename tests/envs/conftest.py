@@ -26,7 +26,9 @@ def xvfb() -> Iterator[str]:
     n = _free_display()
     disp = f":{n}"
     proc = subprocess.Popen(
-        ["Xvfb", disp, "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+        # -noreset: the wait below connects and leaves; without it the server then resets
+        # and refuses the next test's connection for a moment
+        ["Xvfb", disp, "-screen", "0", "1280x800x24", "-nolisten", "tcp", "-noreset"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

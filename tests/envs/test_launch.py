@@ -949,3 +949,20 @@ def test_a_launched_program_whose_windows_match_no_query_names_them(
     msg = str(e.value)
     assert "no window of 'xcalc' matching 'class:NoSuchClass' (desktop.window) appeared" in msg
     assert "its windows: 'Calculator' (XCalc pid " in msg and "other processes" not in msg
+
+
+@needs_xvfb
+def test_a_private_display_stays_up_between_clients() -> None:
+    """kgagent connects to its private Xvfb, leaves, and connects again (a probe, then the
+    run): a server that resets when its last client leaves refuses connections for a
+    moment, so some of these would fail."""
+    from Xlib import display as xdisplay
+
+    from kgagent.envs.launch import PrivateX
+
+    x = PrivateX((320, 240))
+    try:
+        for _ in range(30):
+            xdisplay.Display(x.display).close()
+    finally:
+        x.stop()
