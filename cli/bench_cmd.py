@@ -45,7 +45,7 @@ def _command(grid_file: Path) -> str:
     """The command line as typed (for the report), or its gist when run from Python."""
     if Path(sys.argv[0]).name == "kgagent" and "bench" in sys.argv:
         return "kgagent " + shlex.join(sys.argv[1:])
-    return f"kgagent bench {grid_file}"
+    return f"kgagent bench {shlex.quote(str(grid_file))}"
 
 
 @click.command("bench")

@@ -75,21 +75,27 @@ def config_options(func: F) -> F:
             kwargs["memory"] = Path(cfg.memory.path).expanduser()
         return func(*args, config=cfg, **kwargs)
 
-    wrapper = click.option(
+    return config_source_options(wrapper)  # type: ignore[return-value]
+
+
+def config_source_options(func: F) -> F:
+    """``--config FILE`` and ``--set`` as they are given, as ``config_file`` and
+    ``overrides``: for a command that reads them itself (``kgagent config``)."""
+    func = click.option(
         "--set",
         "overrides",
         multiple=True,
         metavar="SECTION.FIELD=VALUE",
-        help="Override one config field (repeatable), e.g. --set memory.engine=kuzu.",
-    )(wrapper)
-    wrapper = click.option(
+        help="Override one config field (repeatable; given twice, the last wins), "
+        "e.g. --set memory.engine=kuzu.",
+    )(func)
+    return click.option(
         "--config",
         "config_file",
         type=click.Path(exists=True, dir_okay=False, path_type=Path),
         default=None,
         help="A TOML config file (docs/config.md lists every field).",
-    )(wrapper)
-    return wrapper  # type: ignore[return-value]
+    )(func)
 
 
 def common_options(

@@ -4,11 +4,16 @@ Errors print as one line. What a user can cause — a :class:`KGAgentError`, or 
 ``OSError`` / ``ValueError`` from what they handed us (a path that cannot be
 read or written, bytes that are not text) — exits with 1; ``--debug`` shows the
 traceback instead. A usage error (an unknown option, a bad option value) exits
-with 2, as click's do, with the command's ``--help`` named.
+with 2, as click's do, with the command's ``--help`` named. Running out of memory (a
+setting too large for this machine) is one line too, exit 1. A reader that closes the
+pipe early (``kgagent query … | head -1``) ends the command quietly with exit 0, whatever
+the format: the reader has what it wanted.
 """
 
 from __future__ import annotations
 
+import os
+import select
 import sys
 
 import click
@@ -28,6 +33,40 @@ def describe_error(e: BaseException) -> str:
         where = e.filename if e.filename is not None else ""
         return _one_line(f"{e.strerror}: {where}" if where else e.strerror)
     return _one_line(str(e)) or type(e).__name__
+
+
+def out_of_memory(e: MemoryError) -> str:
+    """One line for a failed allocation (numpy says what it could not allocate)."""
+    what = _one_line(str(e)).rstrip(".")
+    what = what[:1].lower() + what[1:] if what else "an allocation failed"
+    return (
+        f"out of memory: {what}; a setting may be too large for this machine "
+        "(`kgagent config` shows them, docs/config.md their bounds)"
+    )
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (``… | head -1``), so that a
+    broken pipe elsewhere (a child process, a socket) stays an error. Where that cannot
+    be told (a test's stream, no poll), a broken pipe is taken to be standard output's."""
+    try:
+        fd = sys.stdout.fileno()
+        poll = select.poll()
+    except (AttributeError, OSError, ValueError):
+        return True
+    poll.register(fd, select.POLLOUT)
+    return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poll.poll(0))
+
+
+def _quiet_exit() -> None:
+    """Exit 0 without Python's "Exception ignored … BrokenPipeError" at shutdown: what is
+    still buffered for standard output goes to /dev/null."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+    sys.exit(0)
 
 
 class OneLineUsageError(click.UsageError):
@@ -58,8 +97,13 @@ class KGAgentGroup(click.Group):
             return super().invoke(ctx)
         except click.UsageError as e:
             raise _usage(e) from None
-        except BrokenPipeError:
-            raise  # click quiets a closed pipe (`kgagent query … | head`)
+        except BrokenPipeError as e:
+            if _stdout_closed():  # `kgagent query … | head -1`: the reader has what it wanted
+                _quiet_exit()
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"error: {describe_error(e)}", err=True)
+            sys.exit(1)
         except KeyboardInterrupt:
             # what was under way cleaned up on the way here (a merge or an import leaves
             # the memory as it was); the shell's code for SIGINT, as `play` exits with
@@ -69,6 +113,11 @@ class KGAgentGroup(click.Group):
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             click.echo(f"error: {describe_error(e)}", err=True)
+            sys.exit(1)
+        except MemoryError as e:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"error: {out_of_memory(e)}", err=True)
             sys.exit(1)
 
 
@@ -90,6 +139,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def _register() -> None:
     from kgagent.cli.bench_cmd import bench_cmd, bench_docs_cmd
+    from kgagent.cli.config_cmd import config_cmd
     from kgagent.cli.env_cmd import env_group
     from kgagent.cli.memory_cmd import memory_group
     from kgagent.cli.merge_cmd import merge_cmd
@@ -105,6 +155,7 @@ def _register() -> None:
     cli.add_command(env_group, "env")
     cli.add_command(runs_group, "runs")
     cli.add_command(view_cmd, "view")
+    cli.add_command(config_cmd, "config")
     cli.add_command(bench_cmd, "bench")
     cli.add_command(bench_docs_cmd, "bench-docs")
 

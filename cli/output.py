@@ -4,7 +4,9 @@
 for people), ``json`` (one array), ``jsonl`` (one object per line) or ``csv``
 (with a header). Values that JSON cannot hold natively (engine node/rel dicts
 with nested ids, dates, bytes, numpy scalars, ...) are still printed: nested
-values as compact JSON, anything else with ``str``.
+values as compact JSON, anything else with ``str``. The table aligns by display width
+(:func:`display_width`: a CJK character takes two columns of a terminal), not by the
+number of characters.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import decimal
 import io
 import json
 import math
+import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -117,11 +120,13 @@ def render(rows: list[dict[str, Any]], fmt: str = "table", count: bool = True) -
     if not rows:
         return "(no rows)"
     text = [[_one_line(cell(r.get(c))) for c in cols] for r in rows]
-    widths = [max(len(c), *(len(t[i]) for t in text)) for i, c in enumerate(cols)]
+    widths = [
+        max(display_width(c), *(display_width(t[i]) for t in text)) for i, c in enumerate(cols)
+    ]
     numeric = [all(_is_number(r.get(c)) for r in rows) for c in cols]
 
     def line(vals: list[str]) -> str:
-        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric)]
+        parts = [_pad(v, w, right=num) for v, w, num in zip(vals, widths, numeric)]
         return "  ".join(parts).rstrip()
 
     out = [line(cols), "  ".join("-" * w for w in widths)]
@@ -147,6 +152,23 @@ def emit_record(record: dict[str, Any], fmt: str = "table", table: str | None = 
         click.echo(table)
     else:  # a record's fields, not rows: no count under them
         click.echo(render([{"key": k, "value": v} for k, v in record.items()], fmt, count=False))
+
+
+def display_width(text: str) -> int:
+    """The columns ``text`` takes in a terminal: wide and full-width characters (CJK,
+    East Asian width W or F) take two, combining marks none, the others one."""
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width
+
+
+def _pad(text: str, width: int, *, right: bool = False) -> str:
+    """``text`` padded with spaces to ``width`` display columns (:func:`display_width`)."""
+    fill = " " * max(0, width - display_width(text))
+    return fill + text if right else text + fill
 
 
 def _is_number(v: Any) -> bool:

@@ -11,10 +11,17 @@ A read-only query runs in a child process that is killed past ``--timeout`` (whe
 the engine does not stop it) or ``--max-memory``, and whose crash is one line
 (:mod:`kgagent.memory.isolated`). No logic lives here; it calls
 :class:`kgagent.memory.Memory`.
+
+Standard output that is not UTF-8 (``PYTHONIOENCODING=ascii``, a latin-1 terminal)
+still takes every row: ``json`` and ``jsonl`` write a row that its encoding cannot hold
+with JSON's ``\\uXXXX`` escapes (the same JSON), and ``csv`` writes such characters as
+backslash escapes (``\\u8bb0``, ``\\xfc``) and says so on stderr at the end, never an
+encoding error half-way through the rows.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import itertools
 import json
@@ -301,26 +308,70 @@ def _print_rows(rows: Iterator[dict[str, Any]], fmt: str, limit: int) -> bool:
 
 def _stream(rows: Iterable[dict[str, Any]], fmt: str) -> None:
     out = sys.stdout
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    fits = _fits(encoding)
     if fmt == "jsonl":
         for r in rows:
-            out.write(json.dumps(jsonable(_keys(r)), ensure_ascii=False) + "\n")
+            out.write(_json(jsonable(_keys(r)), fits) + "\n")
     elif fmt == "json":
         first = True
         for r in rows:
-            item = json.dumps(jsonable(_keys(r)), ensure_ascii=False, indent=2)
+            item = _json(jsonable(_keys(r)), fits, indent=2)
             out.write(("[" if first else ",") + "\n  " + item.replace("\n", "\n  "))
             first = False
         out.write("[]\n" if first else "\n]\n")
     else:  # csv
         w = csv.writer(out, lineterminator="\n")
         cols: list[str] | None = None
+        escaped = 0
         for r in rows:
             r = _keys(r)
             if cols is None:
                 cols = list(r)
-                w.writerow(cols)
-            w.writerow([cell(r.get(c)) for c in cols])
+                header = [_escape(c, encoding, fits) for c in cols]
+                escaped += sum(a != b for a, b in zip(header, cols))
+                w.writerow(header)
+            values = [cell(r.get(c)) for c in cols]
+            row = [_escape(v, encoding, fits) for v in values]
+            escaped += sum(a != b for a, b in zip(row, values))
+            w.writerow(row)
+        if escaped:
+            click.echo(
+                f"note: {escaped} value{'s' if escaped != 1 else ''} held characters that standard "
+                f"output's encoding ({encoding}) cannot, written as backslash escapes (\\u8bb0); "
+                "set PYTHONIOENCODING=utf-8 for the characters themselves",
+                err=True,
+            )
     out.flush()
+
+
+def _fits(encoding: str) -> Any:
+    """A test of whether ``encoding`` holds a text as it is."""
+    encoder = codecs.getincrementalencoder(encoding)
+
+    def fits(text: str) -> bool:
+        if text.isascii():
+            return True
+        try:
+            encoder().encode(text, final=True)
+        except UnicodeEncodeError:
+            return False
+        return True
+
+    return fits
+
+
+def _json(value: Any, fits: Any, indent: int | None = None) -> str:
+    """A row as JSON; with ``\\uXXXX`` escapes when stdout's encoding cannot hold its text."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return text if fits(text) else json.dumps(value, ensure_ascii=True, indent=indent)
+
+
+def _escape(text: str, encoding: str, fits: Any) -> str:
+    """A CSV value as stdout's encoding can hold it: what it cannot, as backslash escapes."""
+    if fits(text):
+        return text
+    return text.encode(encoding, "backslashreplace").decode(encoding)
 
 
 def _keys(r: dict[Any, Any]) -> dict[str, Any]:

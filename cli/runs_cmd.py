@@ -8,6 +8,7 @@ memory's rounds as the papers' Table 2 (:mod:`kgagent.rounds`). Reading is :mod:
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +161,9 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
             what = "is not a folder" if folder.exists() else "does not exist"
             raise ConfigError(f"{folder} {what}; give a folder of step logs (play's --log-dir)")
     elif not memory.exists():
-        raise ConfigError(f"no memory at {memory}; run `kgagent play --memory {memory}` first")
+        raise ConfigError(
+            f"no memory at {memory}; run `kgagent play --memory {shlex.quote(str(memory))}` first"
+        )
     folder = folder if folder is not None else memory / "runs"
     rows = []
     for p in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
@@ -186,10 +189,15 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
         )
     if not rows and fmt == "table":
         hint = ""
-        if (folder / "runs").is_dir():
-            hint = f" (a memory? its step logs: kgagent runs list --memory {folder})"
+        if (folder / "runs").is_dir() or (folder / "manifest.json").is_file():
+            hint = (
+                f" (a memory? its step logs: kgagent runs list --memory {shlex.quote(str(folder))})"
+            )
         elif folder.name == "runs" and (folder.parent / "manifest.json").is_file():
-            hint = f" ({NO_LOGS_WHY})"
+            hint = (
+                f" ({NO_LOGS_WHY}; a run played with --log-dir wrote its log there: "
+                "kgagent runs list LOG_DIR)"
+            )
         click.echo(f"no step logs in {folder}{hint}")
         return
     emit(rows, fmt)

@@ -28,14 +28,17 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from kgagent.config_brain import BrainConfig  # noqa: F401 - part of this module's API
+from kgagent.config_checks import ORDERED
 from kgagent.config_fields import (
     FieldSpec,
+    closest,
     coerce,
     in_code,
     parse_override,
     refusal,
     show,
     spec_of,
+    toml_value,
 )
 from kgagent.config_sections import (  # noqa: F401 - the sections are part of this module's API
     ABLATIONS,
@@ -53,6 +56,17 @@ from kgagent.errors import ConfigError, KGAgentError
 
 #: The largest config file read; a config is a few kilobytes.
 MAX_CONFIG_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class FieldOrigin:
+    """One field of an effective config, its value and where the value came from."""
+
+    name: str  # section.field
+    value: Any
+    #: ``default (<the field's source>)``, ``file PATH``, ``--set`` (``--set (last of 2)``
+    #: when given twice: the last wins), or ``run.ablation = NAME`` for a switch it set
+    source: str
 
 
 @dataclass
@@ -88,50 +102,124 @@ class Config:
         cls, path: str | os.PathLike | None = None, overrides: list[str] | None = None
     ) -> Config:
         """Defaults, then a TOML file, then ``section.field=value`` overrides; validated."""
+        return cls.load_traced(path, overrides)[0]
+
+    @classmethod
+    def load_traced(
+        cls, path: str | os.PathLike | None = None, overrides: list[str] | None = None
+    ) -> tuple[Config, dict[str, list[str]]]:
+        """:meth:`load`, and who set each field that was set (``"file"``, ``"--set"``), in
+        order: the last one wins. :meth:`explain` turns it into each value's source."""
         cfg = cls()
+        trace: dict[str, list[str]] = {}
         if path is not None:
             text = read_config_text(Path(path))
             try:
                 data = tomllib.loads(text)
             except tomllib.TOMLDecodeError as e:
                 raise ConfigError(f"config file {path} is not valid TOML: {e}") from None
-            cfg.update(data)
+            for name in cfg.update(data):
+                trace.setdefault(name, []).append("file")
         for item in overrides or []:
-            cfg.set_dotted(item)
+            trace.setdefault(cfg.set_dotted(item), []).append("--set")
         cfg.validate()
-        return cfg
+        return cfg, trace
 
-    def update(self, data: dict[str, Any]) -> None:
+    @classmethod
+    def explain(
+        cls, path: str | os.PathLike | None = None, overrides: list[str] | None = None
+    ) -> tuple[Config, list[FieldOrigin]]:
+        """The config a run given ``path`` and ``overrides`` plays with (its :meth:`effective`
+        config), and each field's value with where it came from (``kgagent config``)."""
+        cfg, trace = cls.load_traced(path, overrides)
+        eff = cfg.effective()
+        out = []
+        for spec in cls.specs():
+            section, key = spec.name.split(".")
+            value = getattr(getattr(eff, section), key)
+            given = trace.get(spec.name, [])
+            sets = given.count("--set")
+            if value != getattr(getattr(cfg, section), key):
+                source = f"run.ablation = {cfg.run.ablation}"
+            elif not given:
+                source = f"default ({spec.source})" if spec.source else "default"
+            elif not sets:
+                source = f"file {path}"
+            else:
+                notes = [f"last of {sets}"] if sets > 1 else []
+                notes += ["over the file"] if "file" in given else []
+                source = "--set" + (f" ({'; '.join(notes)})" if notes else "")
+            out.append(FieldOrigin(spec.name, value, source))
+        return eff, out
+
+    def to_toml(self, notes: dict[str, str] | None = None) -> str:
+        """Every field as a config file that :meth:`load` reads back to this config;
+        ``notes``: a comment after a field's line (``{"memory.alpha": "--set"}``)."""
+        notes = notes or {}
+        out: list[str] = []
+        for sf in fields(self):
+            section = getattr(self, sf.name)
+            out.append(f"[{sf.name}]")
+            for f in fields(section):
+                line = f"{f.name} = {toml_value(getattr(section, f.name))}"
+                note = " ".join(notes.get(f"{sf.name}.{f.name}", "").split())
+                note = "".join(c if c.isprintable() else "?" for c in note)  # TOML comment
+                out.append(f"{line}  # {note}" if note else line)
+            out.append("")
+        return "\n".join(out)
+
+    def update(self, data: dict[str, Any]) -> list[str]:
+        """Set the fields of a parsed TOML config; returns their names (``section.field``)."""
+        done = []
         for section_name, values in data.items():
             section = self._section(section_name)
             if not isinstance(values, dict):
                 raise ConfigError(f"config section [{section_name}] must be a table")
             for key, value in values.items():
                 setattr(section, key, coerce(value, self.spec(section_name, key)))
+                done.append(f"{section_name}.{key}")
+        return done
 
-    def set_dotted(self, item: str) -> None:
+    def set_dotted(self, item: str) -> str:
         """``section.field=value``: the value is read as TOML (``0.9``, ``true``, ``[1, 2]``);
-        text that is not TOML, and any value of a text field, is taken as it is."""
+        text that is not TOML, and any value of a text field, is taken as it is. Returns
+        the field's name (``section.field``)."""
         if "=" not in item or "." not in item.split("=", 1)[0]:
             raise ConfigError(f"override {item!r} must look like section.field=value")
         dotted, raw = item.split("=", 1)
         section_name, key = (part.strip() for part in dotted.split(".", 1))
         spec = self.spec(section_name, key)
         setattr(self._section(section_name), key, coerce(parse_override(raw.strip(), spec), spec))
+        return f"{section_name}.{key}"
 
-    def _section(self, name: str) -> Any:
+    def _section(self, name: str, key: str | None = None) -> Any:
+        """The section ``name``; an unknown one is refused with the closest known one (and
+        ``key`` in it, when it has that field: ``memry.alpha``, did you mean memory.alpha?)."""
         names = [f.name for f in fields(self)]
         if name not in names:
-            raise ConfigError(f"unknown config section {name!r}; known: {', '.join(names)}")
+            close = closest(name, names)
+            if close and key and key in type(getattr(self, close)).__dataclass_fields__:
+                close = f"{close}.{key}"
+            hint = f"did you mean {close}? " if close else ""
+            raise ConfigError(f"unknown config section {name!r}; {hint}known: {', '.join(names)}")
         return getattr(self, name)
 
     def spec(self, section_name: str, key: str) -> FieldSpec:
-        """The declaration of ``section.key``: type, allowed values, source and why."""
-        section = self._section(section_name)
+        """The declaration of ``section.key``: type, allowed values, source and why. An
+        unknown field is refused with the closest one, in its section or another."""
+        section = self._section(section_name, key)
         names = [f.name for f in fields(section)]
         if key not in names:
-            known = ", ".join(names)
-            raise ConfigError(f"unknown config field {section_name}.{key}; known: {known}")
+            close = closest(key, names)
+            guess = f"{section_name}.{close}" if close else None
+            if guess is None:  # a field of another section (memory.max_objects)
+                others = [s.name for s in self.specs() if not s.name.startswith(f"{section_name}.")]
+                hit = closest(key, [n.split(".")[1] for n in others])
+                guess = next((n for n in others if n.split(".")[1] == hit), None)
+            hint = f"did you mean {guess}? " if guess else ""
+            raise ConfigError(
+                f"unknown config field {section_name}.{key}; {hint}known: {', '.join(names)}"
+            )
         return spec_of(type(section), section_name, key)
 
     @classmethod
@@ -163,12 +251,13 @@ class Config:
                 why = refusal(spec, typed)
                 if why:
                     raise ConfigError(why)
-        m = self.memory
-        if m.theta_merge is not None and m.theta_simi is not None and m.theta_simi >= m.theta_merge:
-            raise ConfigError(
-                f"memory.theta_simi = {show(m.theta_simi)} must be below memory.theta_merge "
-                f"= {show(m.theta_merge)} (a similar state is less alike than a merged one)"
-            )
+        for low, high, strict, why in ORDERED:
+            a, b = (getattr(getattr(self, n.split(".")[0]), n.split(".")[1]) for n in (low, high))
+            if a is not None and b is not None and (a >= b if strict else a > b):
+                raise ConfigError(
+                    f"{low} = {show(a)} must be {'below' if strict else 'at most'} {high} "
+                    f"= {show(b)} ({why})"
+                )
         if self.desktop.launch and self.desktop.region:
             raise ConfigError(
                 "desktop.launch and desktop.region exclude each other: a launched program is "

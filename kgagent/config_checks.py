@@ -25,6 +25,26 @@ ABLATIONS = (
 )
 
 
+#: Pairs of fields whose order is part of their meaning, checked by ``Config.validate``:
+#: (lower, higher, strict, why). The wrong order leaves one of the two without effect,
+#: so it is refused in one line naming both.
+ORDERED = (
+    (
+        "memory.theta_simi",
+        "memory.theta_merge",
+        True,
+        "a similar state is less alike than a merged one",
+    ),
+    (
+        "invocation.tau_min",
+        "invocation.tau_start",
+        False,
+        "the temperature starts at tau_start and decays to tau_min; a floor above the start "
+        "would hold it there, leaving tau_start and tau_decay without effect",
+    ),
+)
+
+
 def positive_size(region: Any) -> bool:
     """A region (x, y, w, h) of positive size, or none."""
     return region is None or (region[2] > 0 and region[3] > 0)

@@ -22,7 +22,7 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -46,12 +46,19 @@ class Section:
     def __setattr__(self, name: str, value: Any) -> None:
         known = self.__dataclass_fields__  # type: ignore[attr-defined]
         if name not in known and not name.startswith("_"):
-            close = difflib.get_close_matches(name, list(known), n=1)
-            hint = f"; did you mean {self.SECTION}.{close[0]}?" if close else ""
+            close = closest(name, known)
+            hint = f"; did you mean {self.SECTION}.{close}?" if close else ""
             raise ConfigError(
                 f"{self.SECTION}.{name} is not a config field{hint} (docs/config.md lists them)"
             )
         object.__setattr__(self, name, value)
+
+
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The known name a misspelt ``name`` most likely meant (``thetamerge``: ``theta_merge``),
+    or None; the one rule for every "did you mean" of the config (code, TOML, ``--set``)."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return close[0] if close else None
 
 
 def in_code(v: Any, kind: str) -> Any:
@@ -274,3 +281,32 @@ def _widen(v: Any, kind: str) -> Any:
     if kind == "int" and isinstance(v, float) and v.is_integer():
         return int(v)
     return v
+
+
+def toml_value(v: Any) -> str:
+    """A value as TOML that :func:`coerce` reads back to the same value. TOML has no
+    null: none is written as the text ``"none"``, which every field reads as no value."""
+    if v is None:
+        return '"none"'
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return _toml_string(v)
+    if isinstance(v, tuple | list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, float):
+        return repr(v)  # finite after validation; repr reads back to the same float
+    return str(int(v))
+
+
+def _toml_string(s: str) -> str:
+    """A TOML basic string: quotes, backslashes and control characters escaped."""
+    out = []
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'

@@ -47,7 +47,11 @@ class MemoryConfig(Section):
         0.005, "ours", "rewrite a similarity weight only when it moves more (fewer writes)", ">= 0"
     )
     query_threads: int = param(
-        1, "ours", "threads per graph query: 1 has the lowest step latency; 0: every core", ">= 0"
+        1,
+        "ours",
+        "threads per graph query: 1 has the lowest step latency; 0: every core; at most 256:"
+        " the engine holds memory per thread (1,024 took 3 GB more)",
+        "[0, 256]",
     )
     vector_flush_rows: int = param(
         64, "ours", "journal records per LanceDB append: fewer, larger appends", ">= 1"
@@ -113,7 +117,11 @@ class PerceptionConfig(Section):
         10.0, "ours", "segments whose centres are this close (px) are one", ">= 0"
     )
     max_objects: int = param(
-        64, "ours", "objects kept per screen; bounds augmentation's A2", ">= 1"
+        64,
+        "ours",
+        "objects kept per screen; bounds augmentation's A2; at most 4096: a 1920×1080 screen"
+        " tiled with 32×32 px controls holds 2,025, and an array of this size is made per screen",
+        "[1, 4096]",
     )
     grounding_threshold: float = param(
         0.8, "ours", "a template match (TM_CCOEFF_NORMED) below this: object absent", "[-1, 1]"
@@ -130,7 +138,11 @@ class PerceptionConfig(Section):
     )
     clip_batch_size: int = param(32, "ours", "screens per CLIP forward pass", ">= 1")
     sam_points_per_side: int = param(
-        32, "ours", "SAM's automatic mask grid (SAM's default)", ">= 1"
+        32,
+        "ours",
+        "SAM's automatic mask grid (SAM's default); at most 256: n² prompts per screen,"
+        " 65,536 already",
+        "[1, 256]",
     )
     dedup_hash_distance: int = param(
         4, "ours", "overlapping segments within this pHash distance are one", "[0, 64]"
@@ -139,7 +151,11 @@ class PerceptionConfig(Section):
         24, "ours", "OpenCV segmenter: colour-gradient level that is an edge", ">= 0"
     )
     opencv_text_join: int = param(
-        7, "ours", "OpenCV segmenter: gap (px) closed to join letters into a label", ">= 0"
+        7,
+        "ours",
+        "OpenCV segmenter: gap (px) closed to join letters into a label; at most 256: wider"
+        " joins columns, and the closing's cost grows with it",
+        "[0, 256]",
     )
     resegment: bool = param(
         True, "ours", "segment a known state's changed screen again; off: once (cheaper with SAM)"
@@ -249,7 +265,13 @@ class AugmentConfig(Section):
         "weight, in tries, of a group's response rate as the prior of an input never tried",
         "> 0",
     )
-    residual_grid: int = param(6, "ours", "A3 background clicks on an n × n grid", ">= 1")
+    residual_grid: int = param(
+        6,
+        "ours",
+        "A3 background clicks on an n × n grid; at most 128: cells of 10 px on a 1280 px"
+        " screen, and n² candidates per augmentation",
+        "[1, 128]",
+    )
     focus_max_area: float = param(
         0.5, "ours", "act first where the program reacted, unless more than this; 0: off", "[0, 1]"
     )
@@ -260,7 +282,13 @@ class AugmentConfig(Section):
         " off: only before the other clicks, and keys and clicks take turns by their response"
         " rates (docs/agent.md, Where the program reacted)",
     )
-    focus_grow: int = param(8, "ours", "px by which changed pixels grow into places", ">= 0")
+    focus_grow: int = param(
+        8,
+        "ours",
+        "px by which changed pixels grow into places; at most 256: one reaction would cover"
+        " most of a screen, and the dilation's kernel is (2n+1)² bytes",
+        "[0, 256]",
+    )
     focus_min_pixels: int = param(
         16, "ours", "places with fewer changed pixels are specks, not reactions", ">= 0"
     )
@@ -419,7 +447,11 @@ class DesktopConfig(Section):
         "Xvfb for the launched program even with $DISPLAY set (needs desktop.launch)",
     )
     screen_size: tuple[int, int] = param(
-        (1280, 800), "ours", "size (px) of a private Xvfb's screen", ">= 64"
+        (1280, 800),
+        "ours",
+        "size (px) of a private Xvfb's screen; at most 8192: past 8K UHD (7680 × 4320), each"
+        " capture already 256 MiB",
+        "[64, 8192]",
     )
     launch_timeout_s: float = param(
         20.0, "ours", "longest wait (s) for a launched program's first window", "> 0"
@@ -445,8 +477,9 @@ class GymConfig(Section):
     size: tuple[int, int] | None = param(
         None,
         "ours",
-        "screen (px) the agent sees; none: Crafter 600 × 600 like its window, others ≥ 400 px",
-        ">= 16",
+        "screen (px) the agent sees; none: Crafter 600 × 600 like its window, others ≥ 400 px;"
+        " at most 8192: past 8K UHD (7680 × 4320), each frame already 192 MiB",
+        "[16, 8192]",
     )
     max_episode_steps: int | None = param(
         None, "ours", "episode length in environment steps; none: the environment's own", ">= 1"

@@ -110,7 +110,7 @@ def test_text_fields_take_the_override_as_text():
         ("library.max_library=0", "library.max_library = 0: must be an integer >= 1"),
         ("invocation.tau_start=0", "invocation.tau_start = 0.0: must be a number > 0"),
         ("invocation.tau_min=0", "invocation.tau_min = 0.0: must be a number > 0"),
-        ("perception.max_objects=0", "perception.max_objects = 0: must be an integer >= 1"),
+        ("perception.max_objects=0", "perception.max_objects = 0: must be an integer in [1, 4096]"),
         (
             "perception.grounding_scales=[]",
             "perception.grounding_scales = []: must be a list of numbers > 0, at least one",
@@ -119,7 +119,7 @@ def test_text_fields_take_the_override_as_text():
             "perception.grounding_scales=1.0,-0.5",
             "perception.grounding_scales = [1.0, -0.5]: must be a list of numbers > 0",
         ),
-        ("augment.residual_grid=0", "augment.residual_grid = 0: must be an integer >= 1"),
+        ("augment.residual_grid=0", "augment.residual_grid = 0: must be an integer in [1, 128]"),
         ("perception.clip_batch_size=0", "perception.clip_batch_size = 0: must be an integer >= 1"),
         (
             "desktop.region=1,2",
@@ -410,3 +410,126 @@ def test_a_config_set_in_code_refuses_misspelt_fields_and_takes_paths_and_numpy(
     c.run.steps = "5"  # type: ignore[assignment]
     with pytest.raises(ConfigError, match='run.steps = "5": must be an integer'):
         c.validate()
+
+
+@pytest.mark.parametrize(
+    "override, says",
+    [
+        (
+            "memory.thetamerge=0.9",
+            "unknown config field memory.thetamerge; did you mean memory.theta_merge?",
+        ),
+        ("run.stpes=3", "unknown config field run.stpes; did you mean run.steps?"),
+        ("memory.max_objects=3", "did you mean perception.max_objects?"),  # another section's
+        ("memry.alpha=0.5", "unknown config section 'memry'; did you mean memory.alpha?"),
+        ("perceptoin.zzz=1", "unknown config section 'perceptoin'; did you mean perception?"),
+    ],
+)
+def test_an_unknown_name_in_set_names_the_closest_field(override, says):
+    with pytest.raises(ConfigError) as e:
+        Config.load(None, [override])
+    assert says in str(e.value) and "known: " in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "toml, says",
+    [
+        (
+            "[memory]\nalpah = 0.5\n",
+            "unknown config field memory.alpah; did you mean memory.alpha?",
+        ),
+        ("[memroy]\nalpha = 0.5\n", "unknown config section 'memroy'; did you mean memory?"),
+    ],
+)
+def test_an_unknown_name_in_a_file_names_the_closest_field(tmp_path, toml, says):
+    p = tmp_path / "k.toml"
+    p.write_text(toml)
+    with pytest.raises(ConfigError) as e:
+        Config.load(p)
+    assert says in str(e.value)
+
+
+def test_a_temperature_floor_above_its_start_is_refused_naming_both():
+    with pytest.raises(ConfigError) as e:
+        Config.load(None, ["invocation.tau_min=5", "invocation.tau_start=1"])
+    assert str(e.value).startswith(
+        "invocation.tau_min = 5.0 must be at most invocation.tau_start = 1.0 ("
+    )
+    cfg = Config.load(None, ["invocation.tau_min=0.5", "invocation.tau_start=0.5"])  # constant τ
+    assert cfg.invocation.tau_min == cfg.invocation.tau_start == 0.5
+    cfg = Config()
+    cfg.invocation.tau_min = 2.0  # set in code: validate refuses it too
+    with pytest.raises(ConfigError, match="tau_min = 2.0 must be at most invocation.tau_start"):
+        cfg.validate()
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "perception.max_objects=1000000000",  # np.zeros((max_objects, 4)): 29.8 GiB
+        "perception.sam_points_per_side=100000",
+        "perception.opencv_text_join=1000000000",  # the closing never ended
+        "augment.residual_grid=1000000",  # 10^12 candidate clicks: never ended
+        "augment.focus_grow=100000000",  # a 35.5 PiB dilation kernel
+        "memory.query_threads=100000000",  # the engine grew past 20 GB
+        "gym.size=100000,100000",
+        "desktop.screen_size=100000,100000",
+    ],
+)
+def test_fields_that_size_arrays_or_loops_have_an_upper_bound(override):
+    name = override.split("=")[0]
+    with pytest.raises(ConfigError) as e:
+        Config.load(None, [override])
+    assert str(e.value).startswith(f"{name} = ") and ", " in str(e.value).split("in [")[1]
+    spec = next(s for s in Config.specs() if s.name == name)
+    assert "at most" in spec.why  # the bound says why
+
+
+def _changed() -> list[str]:
+    """Overrides that move many fields off their defaults, of every kind."""
+    return [
+        "memory.theta_merge=0.97",
+        "memory.path=/tmp/a b/ü",
+        "brain.budget_usd=2.5",
+        "brain.temperature=none",  # none where the default is a value
+        "augment.texts=['a\"b', 'c\\\\d', '记忆']",
+        "perception.grounding_scales=[1.0, 0.5]",
+        "desktop.region=1,2,3,4",
+        "invocation.prob_clip=1e-7",
+        "run.restart=false",
+        "run.ablation=no_graph",
+    ]
+
+
+def test_the_config_as_toml_reads_back_to_the_same_values(tmp_path):
+    cfg = Config.load(None, _changed())
+    p = tmp_path / "back.toml"
+    p.write_text(cfg.to_toml({"memory.alpha": "a note\nwith a line break"}), encoding="utf-8")
+    back = Config.load(p)
+    assert back.to_dict() == cfg.to_dict()
+    assert back.brain.temperature is None and back.augment.texts == ('a"b', "c\\\\d", "记忆")
+    p.write_text(Config().to_toml(), encoding="utf-8")
+    assert Config.load(p).to_dict() == Config().to_dict()
+
+
+def test_explain_says_where_each_value_came_from(tmp_path):
+    p = tmp_path / "k.toml"
+    p.write_text("[memory]\nalpha = 0.5\ntheta_merge = 0.97\n")
+    eff, origins = Config.explain(
+        p, ["memory.alpha=0.6", "memory.alpha=0.65", "memory.c0=2", "run.ablation=no_graph"]
+    )
+    by = {o.name: o for o in origins}
+    assert len(origins) == len(Config.specs())
+    assert (by["memory.alpha"].value, by["memory.alpha"].source) == (
+        0.65,
+        "--set (last of 2; over the file)",
+    )
+    assert by["memory.c0"].source == "--set"
+    assert by["memory.theta_merge"].source == f"file {p}"
+    assert by["memory.engine"].source == "default (ours)"
+    assert by["memory.theta_simi"].source == "default (paper: §4, Table 4)"
+    assert (by["rewards.use_novelty"].value, by["rewards.use_novelty"].source) == (
+        False,
+        "run.ablation = no_graph",
+    )
+    assert eff.rewards.use_novelty is False

@@ -154,7 +154,8 @@ def test_runs_list_of_a_memory_without_step_logs_says_why(played, tmp_path) -> N
     assert res.exit_code == 0, res.output
     assert res.stdout.strip() == (
         f"no step logs in {copy / 'runs'} (an imported or merged memory has none: step logs "
-        "stay where the runs were)"
+        "stay where the runs were; a run played with --log-dir wrote its log there: "
+        "kgagent runs list LOG_DIR)"
     )
     assert json.loads(run("runs", "list", "--memory", str(copy), "--format", "json").stdout) == []
 

@@ -1,0 +1,197 @@
+"""What the CLI prints when the world is unkind: a setting too large for the machine, a
+standard output that is not UTF-8, a reader that closes the pipe early, paths with spaces
+in printed commands, wide characters in tables."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shlex
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from command_lines import KGAGENT
+from kgagent.cli import bench_cmd
+from kgagent.cli.main import cli
+from kgagent.cli.output import render
+
+from kgagent.config import Config
+from kgagent.memory import EncoderSpec, Memory
+
+TEXT = "记忆 ü"
+
+
+def run(*args: str, charset: str = "utf-8"):
+    return CliRunner(charset=charset).invoke(cli, list(args), prog_name="kgagent")
+
+
+def one_error_line(res) -> str:
+    assert res.exit_code == 1, (res.exit_code, res.output, res.exception)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    assert "Traceback" not in res.output
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("robust") / "memory"
+    with Memory.open(path, Config(), encoder=EncoderSpec("test:v1", 16, (0.95, 0.88))):
+        pass
+    return path
+
+
+# --------------------------------------------------------------- a setting too large
+def test_a_huge_object_count_is_refused_naming_the_field(tmp_path: Path) -> None:
+    mem = tmp_path / "memory"
+    res = run(
+        "play",
+        "--env",
+        "civgame",
+        "--memory",
+        str(mem),
+        "--steps",
+        "2",
+        "--set",
+        "perception.max_objects=1000000000",
+    )
+    line = one_error_line(res)
+    assert line == "error: perception.max_objects = 1000000000: must be an integer in [1, 4096]"
+    assert res.stdout == "" and not mem.exists()
+
+
+class _Hungry:
+    """A runner whose run allocates more than any machine has (numpy's own MemoryError)."""
+
+    last_summary = None
+    stop_signal = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    def run(self):
+        return np.zeros((2**25, 2**25), dtype=np.uint8)  # 1 PiB
+
+
+def test_running_out_of_memory_is_one_line_and_debug_shows_it(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr("kgagent.agent.runner.Runner", _Hungry)
+    args = ["play", "--memory", str(tmp_path / "m"), "--steps", "1"]
+    line = one_error_line(run(*args))
+    assert line.startswith("error: out of memory: unable to allocate 1.00 PiB for an array")
+    assert "a setting may be too large" in line
+    res = run("--debug", *args)
+    assert res.exit_code == 1 and isinstance(res.exception, MemoryError)
+
+
+# ------------------------------------------------------ standard output not UTF-8
+@pytest.mark.parametrize("charset", ["ascii", "latin-1"])
+def test_json_and_jsonl_escape_what_stdout_cannot_hold(memory: Path, charset: str) -> None:
+    q = f"RETURN '{TEXT}' AS x, 1 AS n"
+    res = run("query", "--memory", str(memory), "--format", "json", q, charset=charset)
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == [{"x": TEXT, "n": 1}] and res.stderr == ""
+    res = run("query", "--memory", str(memory), "--format", "jsonl", q, charset=charset)
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == {"x": TEXT, "n": 1} and "\\u8bb0" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "charset, value", [("ascii", "\\u8bb0\\u5fc6 \\xfc"), ("latin-1", "\\u8bb0\\u5fc6 ü")]
+)
+def test_csv_writes_backslash_escapes_and_says_so(memory: Path, charset, value) -> None:
+    q = f"UNWIND range(1, 3) AS i RETURN i, '{TEXT}' AS `列`"
+    res = run("query", "--memory", str(memory), "--format", "csv", q, charset=charset)
+    assert res.exit_code == 0, res.output
+    rows = list(csv.reader(io.StringIO(res.stdout)))
+    assert rows == [["i", "\\u5217"], *([str(i), value] for i in (1, 2, 3))]
+    note = res.stderr.strip()
+    assert note.startswith("note: 4 values held characters that standard output's encoding")
+    assert "backslash escapes" in note and len(note.splitlines()) == 1
+    utf8 = run("query", "--memory", str(memory), "--format", "csv", q)
+    assert list(csv.reader(io.StringIO(utf8.stdout)))[1] == ["1", TEXT] and utf8.stderr == ""
+
+
+# ------------------------------------------------------------- a closed pipe
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "table"])
+def test_a_reader_that_closes_the_pipe_ends_the_query_quietly(memory: Path, fmt: str) -> None:
+    proc = subprocess.Popen(
+        [
+            *KGAGENT,
+            "query",
+            "--memory",
+            str(memory),
+            "--format",
+            fmt,
+            "--limit",
+            "0",
+            "UNWIND range(1, 200000) AS i RETURN i",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout.readline()  # `| head -1`
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 0, err
+        assert err == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        proc.stderr.close()
+
+
+# --------------------------------------------------- printed commands and hints
+def test_a_printed_command_quotes_its_path(tmp_path: Path) -> None:
+    missing = tmp_path / "no such ü" / "memory"
+    line = one_error_line(run("runs", "list", "--memory", str(missing)))
+    command = line.split("`")[1]
+    assert shlex.split(command) == ["kgagent", "play", "--memory", str(missing)]
+    mem = tmp_path / "a memory"
+    (mem / "runs").mkdir(parents=True)
+    res = run("runs", "list", str(mem))
+    hint = res.stdout.split("its step logs: ")[1].rstrip(")\n")
+    assert shlex.split(hint) == ["kgagent", "runs", "list", "--memory", str(mem)]
+
+
+def test_bench_report_command_quotes_the_grid_path(monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["pytest"])
+    assert bench_cmd._command(Path("my grids/g.toml")) == "kgagent bench 'my grids/g.toml'"
+
+
+def test_a_memory_without_logs_mentions_log_dir(tmp_path: Path) -> None:
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    (mem / "manifest.json").write_text("{}")
+    res = run("runs", "list", "--memory", str(mem))
+    assert res.exit_code == 0, res.output
+    out = res.stdout.strip()
+    assert out.startswith(f"no step logs in {mem / 'runs'} (an imported or merged memory")
+    assert "--log-dir" in out and "kgagent runs list LOG_DIR" in out
+
+
+# ---------------------------------------------------------------- wide characters
+def display_width(text: str) -> int:
+    """Terminal columns: East Asian wide (W) and full-width (F) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
+
+
+def test_tables_align_by_display_width() -> None:
+    assert display_width("记忆 ü") == 6 and display_width("ü") == 1
+    rows = [
+        {"name": "记忆记忆", "n": 1},
+        {"name": "abcdefgh", "n": 22},
+        {"name": "ｆｕｌｌ", "n": 3},
+    ]
+    lines = render(rows, "table", count=False).splitlines()
+    assert len({display_width(line) for line in lines}) == 1, lines  # the n column lines up
+    rows = [{"name": "记忆", "kind": "x"}, {"name": "abcd", "kind": "y"}]
+    lines = render(rows, "table", count=False).splitlines()
+    assert {display_width(line[:-1]) for line in lines[2:]} == {6}  # "kind" starts at column 6
