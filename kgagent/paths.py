@@ -8,6 +8,7 @@ The default memory is ``<user data dir>/kgagent/memory`` (on Linux
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 import platformdirs
@@ -22,3 +23,9 @@ def default_memory_path() -> Path:
 
 def resolve_memory_path(path: str | os.PathLike | None) -> Path:
     return Path(path).expanduser() if path else default_memory_path()
+
+
+def shell_word(path: str | os.PathLike) -> str:
+    """``path`` as a shell word, for commands printed in messages: a path with a space or a
+    quote is copied and run as printed (``--memory '/tmp/no such ü'``)."""
+    return shlex.quote(os.fspath(path))

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kgagent.errors import ConfigError
+from kgagent.paths import shell_word
 from kgagent.runlog import read_log
 
 #: Table 2's columns in the papers' order, then the run's outcome.
@@ -391,7 +392,7 @@ def require_logs(memory: str | Path) -> list[Path]:
     logs = memory_logs(memory)
     if not logs:
         raise ConfigError(
-            f"no step logs in {Path(memory) / 'runs'}; run `kgagent play --memory {memory}` "
+            f"no step logs in {Path(memory) / 'runs'}; run `kgagent play --memory {shell_word(memory)}` "
             f"first ({NO_LOGS_WHY})"
         )
     return logs

@@ -27,6 +27,7 @@ from typing import Any
 from kgagent.errors import MemoryStoreError, QueryError
 from kgagent.memory import queries
 from kgagent.memory.diskspace import SpaceGuard, Watchdog
+from kgagent.paths import shell_word
 
 ENGINES = ("ladybug", "kuzu")
 
@@ -326,7 +327,7 @@ def _open_error(path: Path, engine: str, msg: str) -> str:
     if "wal" in low and ("corrupt" in low or "past the end" in low or "checksum" in low):
         return (
             f"the graph database's write-ahead log {path}.wal is damaged ({msg}); "
-            f"`kgagent memory check --repair --memory {where}` keeps a copy of it and recovers "
+            f"`kgagent memory check --repair --memory {shell_word(where)}` keeps a copy of it and recovers "
             "what it holds"
         )
     wal = Path(f"{path}.wal")
@@ -334,13 +335,13 @@ def _open_error(path: Path, engine: str, msg: str) -> str:
         return (
             f"the graph engine failed reading {path} and the write-ahead log {wal} that a "
             f"writer which did not close left beside it ({msg}): a damaged log does this; "
-            f"`kgagent memory check --repair --memory {where}` keeps a copy of it and recovers "
+            f"`kgagent memory check --repair --memory {shell_word(where)}` keeps a copy of it and recovers "
             "what it can"
         )
     if "checkpoint" in low and ("pending" in low or "recovery" in low):
         return (
             f"a checkpoint of {path} was left unfinished ({msg}); open the memory read-write "
-            f"once to finish it: `kgagent memory check --repair --memory {where}`"
+            f"once to finish it: `kgagent memory check --repair --memory {shell_word(where)}`"
         )
     return f"cannot open the graph database at {path}: {msg}"
 

@@ -46,6 +46,7 @@ from kgagent.memory.merge_values import (
 )
 from kgagent.memory.skills import fitness_term
 from kgagent.memory.store import Memory
+from kgagent.paths import shell_word
 from kgagent.records import Skill
 
 #: Node kinds with provenance, by the table the rows come from.
@@ -112,7 +113,7 @@ class Folder:
         if digest != blob_id:
             raise MergeError(
                 f"blob {blob_id} of {src.label} is damaged (its content hashes to {digest}); "
-                f"run `kgagent memory check --memory {src.label}`"
+                f"run `kgagent memory check --memory {shell_word(src.label)}`"
             )
         return self.m.blobs.put_bytes(data)
 

@@ -44,6 +44,7 @@ from kgagent.memory.lifecycle import BLOBS, GRAPH
 from kgagent.memory.merge_place import DestinationGuard, MergeError, copy_memory
 from kgagent.memory.store import Memory
 from kgagent.memory.user_tables import user_tables
+from kgagent.paths import shell_word
 
 #: The graph rows a merge reads from a source, by the named query that reads them.
 TABLES = {
@@ -206,7 +207,7 @@ def _read(path: Path, label: str, memory_id: str, merged: list[str], cfg: Config
         if missing:
             raise MergeError(
                 f"{label} has {missing} state(s) without their vector; "
-                f"run `kgagent memory check --memory {label}` first"
+                f"run `kgagent memory check --memory {shell_word(label)}` first"
             )
         src = Source(label, memory_id, mem.encoder, merged, blobs=BlobStore(path / BLOBS))
         src.rows = {key: mem.run_named(q) for key, q in TABLES.items()}

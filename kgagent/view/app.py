@@ -24,6 +24,7 @@ from typing import Any
 
 from kgagent.config import Config
 from kgagent.errors import ConfigError
+from kgagent.paths import shell_word
 from kgagent.view.logs import RunLogs
 from kgagent.view.source import MemorySource, is_blob_id, passing
 
@@ -52,7 +53,7 @@ def create_app(memory: str | Path, config: Config | None = None, *, refresh_s: f
     path = Path(memory).expanduser().resolve()
     if not (path / "manifest.json").is_file():
         raise ConfigError(
-            f"no kgagent memory at {path}; run `kgagent play --memory {path}` to create one"
+            f"no kgagent memory at {path}; run `kgagent play --memory {shell_word(path)}` to create one"
         )
     ctx = ViewContext(MemorySource(path, config, refresh_s=refresh_s), RunLogs(path))
     first = ctx.source.snapshot()  # the first read loads the engines (seconds): before any page

@@ -195,3 +195,18 @@ def test_tables_align_by_display_width() -> None:
     rows = [{"name": "记忆", "kind": "x"}, {"name": "abcd", "kind": "y"}]
     lines = render(rows, "table", count=False).splitlines()
     assert {display_width(line[:-1]) for line in lines[2:]} == {6}  # "kind" starts at column 6
+
+
+def test_hints_from_the_library_quote_their_paths(tmp_path: Path) -> None:
+    """Messages made below the CLI (rounds, the view, merge, the engine's open) print
+    commands too: each runs as printed when its path has a space."""
+    from kgagent.errors import KGAgentError
+    from kgagent.rounds import require_logs
+    from kgagent.view.app import create_app
+
+    missing = tmp_path / "no such ü"
+    for call in (lambda: require_logs(missing), lambda: create_app(missing, Config())):
+        with pytest.raises(KGAgentError) as e:
+            call()
+        command = str(e.value).split("`")[1]
+        assert shlex.split(command) == ["kgagent", "play", "--memory", str(missing)]
