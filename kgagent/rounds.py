@@ -287,7 +287,7 @@ def format_rounds(rounds: Sequence[Round], columns: Sequence[str] = TABLE2) -> s
         return "no rounds (no step logs)"
     cols = ["round", *columns]
     head = [HEADINGS.get(c, c) for c in cols]
-    body = [[_cell(getattr(r, c), c) for c in cols] for r in rounds]
+    body = [[_shown(r, c) for c in cols] for r in rounds]
     widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(head)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
     lines.append("  ".join("-" * w for w in widths))
@@ -297,8 +297,15 @@ def format_rounds(rounds: Sequence[Round], columns: Sequence[str] = TABLE2) -> s
         + (
             "running; totals when it ends"
             if r.stopped == RUNNING
-            else "no summary line; totals unknown"
+            else "no summary line (killed, or died)"
         )
+        + (
+            "; ~library size: the previous round's plus this round's additions minus its "
+            "prunings, from its step lines"
+            if r.library_size is not None
+            else ""
+        )
+        + "; nodes and edges unknown (counted in the summary line)"
         for r in rounds
         if not r.complete
     ]
@@ -327,6 +334,12 @@ def rounds_csv(rounds: Sequence[Round], columns: Sequence[str] | None = None) ->
     for row in rows:
         w.writerow({k: "" if row[k] is None else row[k] for k in names})
     return buf.getvalue()
+
+
+def _shown(r: Round, column: str) -> str:
+    """A cell of the table: ``~`` before a total a round without a summary estimates."""
+    cell = _cell(getattr(r, column), column)
+    return f"~{cell}" if column == "library_size" and not r.complete and cell != "-" else cell
 
 
 def _cell(v: Any, column: str) -> str:

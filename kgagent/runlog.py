@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import glob
 import json
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kgagent.errors import ConfigError
+from kgagent.paths import shell_word
 
 #: Version of the step-log format, recorded in every header. 2: header records the
 #: effective configuration and ``log_version``; episode lines.
@@ -431,6 +433,80 @@ def step_logs(patterns: Iterable[str]) -> list[str]:
     if not files:
         raise ConfigError(f"no step log matches {' '.join(patterns)}")
     return files
+
+
+#: how a step line and a summary line begin (``RunLogWriter`` writes ``type`` first)
+_STEP_LINE, _SUMMARY_LINE = '{"type": "step"', '{"type": "summary"'
+
+
+def unfinished_run_note(folder: str | Path, memory: str | Path) -> str | None:
+    """The line a run prints when it starts, if the previous run on ``memory`` ended
+    without its summary line; None when it has one (or there is none).
+
+    The summary is written however a run ends, an error or Ctrl-C included, so a log
+    without one was left by a process that was killed (SIGKILL, out of memory, the
+    machine stopped) or could not write it. The caller holds the memory's writer lock,
+    so that run is not still going on. What a kill loses is docs/reliability.md's: the
+    steps a log holds were committed before their lines were written, and are kept.
+    ``folder``: where the run writes its step log (the memory's ``runs/``, or
+    ``run.log_dir``, where only the logs of ``memory`` count).
+    """
+    from kgagent.rounds import log_order
+
+    folder, memory = Path(folder), Path(memory)
+    own = folder.resolve() == (memory / "runs").resolve()
+    for path in reversed(log_order(folder.glob("*.jsonl"))):
+        seen = _log_outline(path)
+        if seen is None:
+            continue
+        header, steps, summary = seen
+        if not own and str(header.get("memory")) != str(memory):
+            continue  # another memory's run, in a shared log folder
+        if summary:
+            return None
+        show = f"{shell_word(path.name)} --memory {shell_word(memory)}" if own else shell_word(path)
+        return _unfinished_line(path if not own else Path(path.name), header, steps, path, show)
+    return None
+
+
+def _log_outline(path: Path) -> tuple[dict[str, Any], int, bool] | None:
+    """(header, step lines, has a summary line) of a step log, reading it line by line;
+    None when it cannot be read. An empty log (killed before its header) has ``{}``. A
+    line without its line feed is one a kill cut short, left out as :func:`read_log` does."""
+    header: dict[str, Any] = {}
+    steps, summary = 0, False
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            for i, line in enumerate(fh):
+                if not line.endswith("\n"):
+                    break
+                if i == 0 and line.startswith('{"type": "run"'):
+                    try:
+                        header = json.loads(line)
+                    except json.JSONDecodeError:
+                        pass
+                steps += line.startswith(_STEP_LINE)
+                summary = summary or line.startswith(_SUMMARY_LINE)
+    except OSError:
+        return None
+    return header, steps, summary
+
+
+def _unfinished_line(shown: Path, header: dict[str, Any], steps: int, path: Path, show: str) -> str:
+    started = str(header.get("started") or "").replace("T", " ") or "?"
+    try:
+        last = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(path.stat().st_mtime))
+    except OSError:
+        last = "?"
+    if last[:10] == started[:10]:
+        last = last[11:]
+    did = f"after {steps} step{'' if steps == 1 else 's'}" if steps else "before its first step"
+    return (
+        f"note: the previous run on this memory, {shown} (started {started}, last written "
+        f"{last}), has no summary line: it was killed, or died, {did}. What it committed "
+        "is kept (every step in its log is in the memory; a kill loses at most the step it "
+        f"was in); `kgagent runs show {show}` summarises it"
+    )
 
 
 class RunLogWriter:

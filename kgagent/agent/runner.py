@@ -38,7 +38,14 @@ from kgagent.paths import resolve_memory_path
 from kgagent.perception.base import Segmenter, StateEncoder
 from kgagent.perception.change import idle_change, visual_change
 from kgagent.perception.reader import TextReader
-from kgagent.runlog import LOG_VERSION, RunLogWriter, RunSummary, StepRecord, summarise
+from kgagent.runlog import (
+    LOG_VERSION,
+    RunLogWriter,
+    RunSummary,
+    StepRecord,
+    summarise,
+    unfinished_run_note,
+)
 from kgagent.seeding import player_rng
 
 from .baselines import make_agent
@@ -229,6 +236,9 @@ class Runner:
         unstarted = False  # it failed before: a memory it created goes (see _discard)
         try:
             mem = Memory.open(self.memory_path, cfg, encoder=EncoderSpec.of(encoder))
+            # a previous run killed before its summary (we hold the writer's lock: not running)
+            if not created and (note := unfinished_run_note(self.log_dir(), self.memory_path)):
+                self.log(note)
             env = self._make_env()
             restart = env.restarts if cfg.run.restart is None else cfg.run.restart
             log_path = self.log_file()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from kgagent.memory.core import MemoryCore
@@ -18,6 +20,8 @@ REPAIRABLE = "repairable"
 #: writes that its graph has not committed yet (or a reader does not see yet), not a
 #: crash's leftovers. Its read-write open removed those.
 IN_FLIGHT = "in flight"
+#: ``disk_mib`` and ``apparent_mib`` of ``info``: mebibytes, as ``du -m`` and ``du -h`` count
+MIB = 1 << 20
 
 
 def _row(check: str, count: int, bad: str, detail: str) -> dict[str, Any]:
@@ -64,9 +68,9 @@ class Report(MemoryCore):
         out.update(self.stats().as_row())
         out["vector_rows"] = self.vectors.row_count() if self.vectors is not None else 0
         out["blobs"] = len(self.blobs.all_ids())
-        out["size_mb"] = round(
-            sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file()) / 1e6, 2
-        )
+        disk, apparent = folder_size(self.path)
+        out["disk_mib"] = round(disk / MIB, 2)
+        out["apparent_mib"] = round(apparent / MIB, 2)
         for k, v in self.consistency.items():
             out[f"repair_{k}"] = v
         holder = writer_holder(self.path) if self.read_only else None
@@ -139,6 +143,40 @@ class Report(MemoryCore):
         )
         holder = writer_holder(self.path) if self.read_only else None
         return rows if holder is None else _live_writer(rows, holder)
+
+
+def folder_size(path: Path) -> tuple[int, int]:
+    """(bytes on disk, apparent bytes) of everything under ``path``, ``path`` included.
+
+    Both as ``du -s`` counts them: on disk, the blocks the file system allocated
+    (``st_blocks``, 512 bytes each); apparent (``du -s --apparent-size``), the lengths;
+    of files, folders and links alike, a file with several hard links once, links not
+    followed. A memory's thousands of small blobs each take at least a whole block (4 KiB
+    on most file systems), so on disk is well above apparent. A file removed while it is
+    counted (a writer runs) counts nothing.
+    """
+    seen: set[tuple[int, int]] = set()
+    disk = apparent = 0
+
+    def count(st: os.stat_result) -> None:
+        nonlocal disk, apparent
+        if (st.st_dev, st.st_ino) in seen:
+            return
+        seen.add((st.st_dev, st.st_ino))
+        disk += st.st_blocks * 512
+        apparent += st.st_size
+
+    try:
+        count(path.stat())  # the memory itself may be a link to its folder
+    except OSError:
+        return 0, 0
+    for folder, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            try:
+                count(os.lstat(os.path.join(folder, name)))
+            except OSError:
+                continue
+    return disk, apparent
 
 
 def _iso(t: float | None) -> str | None:

@@ -9,6 +9,20 @@ go through the vector journal (:mod:`kgagent.memory.journal`) first.
 Look-ups (merge and similarity-edge maintenance) need *every* neighbour above
 θ_simi, not an approximate top-k, so they are answered exactly from an
 in-process mirror of the table (:class:`~kgagent.memory.exact_index.ExactIndex`).
+
+Every LanceDB write makes a new table *version*, and the files of old versions stay
+until they are cleaned up (LanceDB's default: a week), so a memory played often grew
+about ten times faster than its vectors. The writer drops them whenever it compacts
+(every ``memory.compact_every`` appends, and on close, which also compacts a memory
+that has old versions piled up): every version *superseded* more than
+:data:`KEEP_SUPERSEDED_S` ago. Superseded, not made: a version made an hour ago may
+have been the latest until a second ago, and a reader in another process (``kgagent
+view``, ``memory info|check|export``) may just have opened it. A reader reads the table
+in one call right after opening it (seconds at most), and one whose version went
+meanwhile (a process stopped past that time) reads again at the latest version, which
+is never dropped (:meth:`VectorStore._read_table`). Files no version names (an append
+cut short by a kill) go too: the writer's lock (:mod:`~kgagent.memory.lock`) means no
+other process is writing. See docs/reliability.md ("The vectors do not pile up").
 """
 
 from __future__ import annotations
@@ -16,10 +30,12 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -28,10 +44,23 @@ from kgagent.errors import MemoryStoreError
 from kgagent.memory.exact_index import ExactIndex
 from kgagent.memory.journal import VectorJournal
 
+_T = TypeVar("_T")
+
 TABLE = "states"
 JOURNAL = "journal.kgv"
 #: Stale rows deleted per LanceDB delete: keeps each filter expression short.
 DELETE_BATCH = 200
+#: Seconds a LanceDB version is kept after a newer one replaced it: a reader that opened
+#: it reads it within this time (one ``to_arrow`` right after the open: milliseconds for
+#: a thousand vectors, a second or two for a hundred thousand), or reads again.
+KEEP_SUPERSEDED_S = 60.0
+#: Reads of the table by a reader, in all, when the version it opened is dropped meanwhile.
+READ_TRIES = 3
+#: A version made within this many seconds before the newest droppable one is kept with
+#: it: LanceDB measures ``cleanup_older_than`` from its own clock, a moment after ours.
+_CLOCK_MARGIN_S = 1.0
+#: ``cleanup_older_than`` that drops no version.
+_KEEP_ALL = timedelta(days=36500)
 
 
 #: where in LanceDB's Rust sources an error was raised (", /root/.cargo/…/structural.rs:191:9")
@@ -69,6 +98,7 @@ class VectorStore:
         read_only: bool = False,
         flush_rows: int = MemoryConfig.vector_flush_rows,
         compact_every: int = MemoryConfig.compact_every,
+        keep_superseded_s: float | None = None,
     ) -> None:
         self.dim = dim
         self.read_only = read_only
@@ -88,6 +118,11 @@ class VectorStore:
         self._pending: list[tuple[str, int, np.ndarray]] = []
         self._journal_open = False
         self.appends = 0  # LanceDB appends (flushes) since open
+        self.removed = 0  # rows deleted by reconcile since open
+        #: seconds a superseded version is kept (:data:`KEEP_SUPERSEDED_S` unless given)
+        self.keep_superseded_s = (
+            KEEP_SUPERSEDED_S if keep_superseded_s is None else float(keep_superseded_s)
+        )
 
     def _connect(self) -> None:
         """Open the LanceDB table. A reader does it when it first reads a vector: importing
@@ -100,7 +135,7 @@ class VectorStore:
 
             self._pa = pa
             with _lance("open the vectors", self.directory):
-                self._open(lancedb, self.directory, self.dim)
+                self._again(lambda: self._open(lancedb, self.directory, self.dim))
             self._connected = True
 
     @property
@@ -152,7 +187,7 @@ class VectorStore:
         j = self.journal.read()
         if self._table is not None:
             with _lance("read the vectors", self.directory):
-                tab = self._table.to_arrow()
+                tab = self._read_table()
             ids = tab.column("id").to_pylist()
             revs = tab.column("rev").to_numpy().astype(np.int64)
             flat = tab.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
@@ -258,6 +293,7 @@ class VectorStore:
         with _lance("remove crash leftovers from the vectors", self.directory):
             for i in range(0, len(clauses), DELETE_BATCH):
                 self._table.delete(" OR ".join(clauses[i : i + DELETE_BATCH]))
+        self.removed += len(stale)
         return len(stale)
 
     # -------------------------------------------------------------- writes
@@ -285,8 +321,65 @@ class VectorStore:
         self.journal.clear()
         self._pending = []
         if self.compact_every > 0 and self.appends % self.compact_every == 0:
-            with _lance("compact the vectors", self.directory):
-                self._table.optimize()
+            self._optimize()
+
+    def _read_table(self) -> Any:
+        """The whole table (Arrow), read again at the latest version when a reader's
+        version was dropped meanwhile (see :meth:`_again`)."""
+        return self._again(lambda: self._table.to_arrow())
+
+    def _again(self, read: Callable[[], _T]) -> _T:
+        """``read()``; for a reader, again at the latest version (:data:`READ_TRIES` in all)
+        when it fails: the version it opened was dropped meanwhile, as the writer does
+        once a version has been superseded for :data:`KEEP_SUPERSEDED_S` (a reader stopped
+        that long). The latest version is never dropped."""
+        tries = 1
+        while True:
+            try:
+                return read()
+            except (RuntimeError, OSError, ValueError):
+                if not self.read_only or tries >= READ_TRIES:
+                    raise
+                tries += 1
+                if self._tab is not None:
+                    self._tab.checkout_latest()
+
+    def _cleanup_age(self) -> tuple[timedelta, int]:
+        """LanceDB's ``cleanup_older_than`` that drops the versions superseded more than
+        ``keep_superseded_s`` ago, and how many versions that is.
+
+        LanceDB drops versions *made* before a time; a version superseded long ago is one
+        whose successor was made long ago. So the cut is the newest version made before
+        ``now - keep``: every version before it was superseded by then (by it, or earlier),
+        while it, made long ago, may have been the latest until now, and stays.
+        """
+        versions = sorted(self._table.list_versions(), key=lambda v: int(v["version"]))
+        made = [v["timestamp"].timestamp() for v in versions]  # naive local time, as LanceDB gives
+        now = time.time()
+        old = [i for i, t in enumerate(made) if t < now - self.keep_superseded_s]
+        cut = made[old[-1]] if old else (made[0] if made else now)
+        dropped = sum(t < cut - _CLOCK_MARGIN_S for t in made)
+        return timedelta(seconds=max(now - cut + _CLOCK_MARGIN_S, 0.0)), dropped
+
+    def _optimize(self) -> None:
+        """Merge small fragments, then drop the versions superseded more than
+        ``keep_superseded_s`` ago and the files no version names (see the module's doc)."""
+        with _lance("compact the vectors", self.directory):
+            # Compaction first, dropping nothing: LanceDB takes the time it measures
+            # ``cleanup_older_than`` from after it has compacted, which can take seconds.
+            self._table.optimize(cleanup_older_than=_KEEP_ALL)
+            older_than, _ = self._cleanup_age()
+            # Then the versions (this compaction has nothing left to do). delete_unverified:
+            # files no version names are a killed append's, not another writer's in
+            # progress: this process holds the memory's writer lock.
+            self._table.optimize(cleanup_older_than=older_than, delete_unverified=True)
+
+    def old_versions(self) -> int:
+        """LanceDB versions the next compaction drops (superseded long enough ago)."""
+        if self._table is None:
+            return 0
+        with _lance("list the vector table's versions", self.directory):
+            return self._cleanup_age()[1]
 
     def _append(self, rows: list[tuple[str, int, np.ndarray]]) -> None:
         pa = self._pa
@@ -324,14 +417,14 @@ class VectorStore:
             return
         self.flush()
         if self._table is not None:
-            with _lance("compact the vectors", self.directory):
-                self._table.optimize()
+            self._optimize()
 
     def close(self) -> None:
-        """Flush the journal (and compact when anything was appended since open)."""
+        """Flush the journal; compact when anything was written since open, or when old
+        versions wait to be dropped (a memory written before they were)."""
         try:
             if not self.read_only:
-                if self._pending or self.appends:
+                if self._pending or self.appends or self.removed or self.old_versions():
                     self.compact()
         finally:
             self.journal.close()
