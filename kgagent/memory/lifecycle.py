@@ -38,6 +38,7 @@ from kgagent.memory.files import (
 )
 from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory, writer_holder
 from kgagent.memory.vectors import VectorStore
+from kgagent.paths import shell_word
 
 GRAPH = "graph.db"
 VECTORS = "vectors"
@@ -226,7 +227,7 @@ class Lifecycle(MemoryCore):
             if staging.interrupted_swap(path) is not None:
                 raise MemoryStoreError(
                     f"an import into {path} was interrupted; finish it with "
-                    f"`kgagent memory check --repair --memory {path}` (or any command that writes)"
+                    f"`kgagent memory check --repair --memory {shell_word(path)}` (or any command that writes)"
                 )
         else:
             staging.recover(path)
@@ -234,7 +235,7 @@ class Lifecycle(MemoryCore):
         if manifest is None:
             if read_only or not create:
                 raise MemoryStoreError(
-                    f"no kgagent memory at {path}; run `kgagent play --memory {path}` to create one"
+                    f"no kgagent memory at {path}; run `kgagent play --memory {shell_word(path)}` to create one"
                 )
             clash = theta_clash(config, _encoder_dict(encoder))  # before anything is created
             if clash:
@@ -325,7 +326,7 @@ class Lifecycle(MemoryCore):
         if read_only and not recorded and not (path / GRAPH).exists():
             raise MemoryStoreError(
                 f"the memory at {path} has no graph database yet (its creation did not finish); "
-                f"open it once to write (`kgagent memory info --migrate --memory {path}`) or "
+                f"open it once to write (`kgagent memory info --migrate --memory {shell_word(path)}`) or "
                 "delete it"
             )
         if recorded and recorded < latest and not read_only and config.memory.backup_on_migrate:
@@ -340,7 +341,7 @@ class Lifecycle(MemoryCore):
             raise MemoryStoreError(
                 f"the {self.engine} engine crashes ({crash}) reading the write-ahead log "
                 f"{path / GRAPH}.wal, left by a writer that did not close: `kgagent memory "
-                f"check --repair --memory {path}` keeps a copy of it and recovers what it can"
+                f"check --repair --memory {shell_word(path)}` keeps a copy of it and recovers what it can"
             )
         self._db = GraphDB(
             path / GRAPH,

@@ -205,7 +205,12 @@ def test_hints_from_the_library_quote_their_paths(tmp_path: Path) -> None:
     from kgagent.view.app import create_app
 
     missing = tmp_path / "no such ü"
-    for call in (lambda: require_logs(missing), lambda: create_app(missing, Config())):
+    opens = (
+        lambda: require_logs(missing),
+        lambda: create_app(missing, Config()),
+        lambda: Memory.open(missing, Config(), read_only=True),
+    )
+    for call in opens:
         with pytest.raises(KGAgentError) as e:
             call()
         command = str(e.value).split("`")[1]
