@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 import tomllib
-from kgagent.cli.common import common_options, read_input
+from kgagent.cli.common import common_options, mark_writes, read_input
 from kgagent.cli.output import emit, emit_record
 
 from kgagent.config import Config
@@ -127,6 +127,7 @@ def bench_cmd(
     --export (which keeps no cells). A failed cell is recorded (cells/<cell>/error.txt)
     and the others go on; the command then exits with 1.
     """
+    mark_writes()
     from kgagent.bench import BenchOptions, load_grid, run_grid
     from kgagent.bench.grid import cell_states, check_folder, results_folder
 

@@ -119,6 +119,15 @@ def common_options(
     return decorate
 
 
+def mark_writes() -> None:
+    """This command changes something (a memory, a file): a broken pipe while it works is
+    then an error, exit 1 (it stopped half-way), not a reader that has what it wanted
+    (``kgagent query … | head -1``: exit 0). See cli/main.py."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.find_root().ensure_object(dict)["writes"] = True
+
+
 def open_memory(path: Path, config: Config, *, write: bool) -> Any:
     """Open an existing memory for a command: read-only unless ``write``, never created."""
     from kgagent.memory import Memory

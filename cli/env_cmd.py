@@ -13,7 +13,7 @@ from kgagent.config import Config
 from kgagent.envs.registry import describe_envs, make_env
 from kgagent.errors import EnvironmentError_
 
-from .common import common_options
+from .common import common_options, mark_writes
 from .output import emit
 
 
@@ -51,6 +51,7 @@ def _png_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @common_options(memory=False, fmt=False)
 def show_cmd(name: str, seed: int | None, out: str, window: str | None, config: Config) -> None:
     """Render the first screen of environment NAME to a PNG file."""
+    mark_writes()
     from kgagent.memory.files import png_bytes
 
     cfg = config

@@ -6,21 +6,34 @@ read or written, bytes that are not text) — exits with 1; ``--debug`` shows th
 traceback instead. A usage error (an unknown option, a bad option value) exits
 with 2, as click's do, with the command's ``--help`` named. Running out of memory (a
 setting too large for this machine) is one line too, exit 1. A reader that closes the
-pipe early (``kgagent query … | head -1``) ends the command quietly with exit 0, whatever
-the format: the reader has what it wanted.
+pipe early (``kgagent query … | head -1``) ends a command that only reads quietly with
+exit 0, whatever the format: the reader has what it wanted. A command that writes
+(``cli.common.mark_writes``: play, an export, an import, a merge, …) keeps working when
+only its progress lines find no reader (``kgagent.runlog.tell``); a broken pipe that
+still stops it is an error, exit 1.
+
+Ctrl-C, SIGTERM (``kill``, ``timeout``, a job scheduler) and SIGHUP (the terminal closed)
+stop a command the same way: the exception unwinds through its ``finally`` blocks, so an
+export, import or merge removes its temporaries and leaves its destination as it was; one
+line, and the shell's code for the signal (130, 143, 129). ``play`` and ``bench`` take
+SIGTERM and SIGHUP their own way (they finish the step under way): see :data:`OWN_STOP`.
 """
 
 from __future__ import annotations
 
 import os
 import select
+import signal
 import sys
+import threading
+from typing import Any
 
 import click
 from click.exceptions import NoArgsIsHelpError
 
 from kgagent import __version__
 from kgagent.errors import KGAgentError
+from kgagent.runlog import silence_gone_outputs
 
 
 def _one_line(text: str) -> str:
@@ -69,6 +82,72 @@ def _quiet_exit() -> None:
     sys.exit(0)
 
 
+#: Commands that take SIGTERM and SIGHUP their own way: ``play`` finishes its step and writes
+#: its step log's summary (kgagent/agent/runner.py, ``_StopFlag``); ``bench`` lets its
+#: running cells finish theirs (kgagent/bench/grid.py).
+OWN_STOP = ("play", "bench")
+
+
+class StopSignal(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the command as Ctrl-C's ``KeyboardInterrupt`` is: what
+    cleans up on Ctrl-C (``finally``, ``except BaseException``) cleans up on these too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _StopSignals:
+    """While a command runs, SIGTERM and SIGHUP raise :class:`StopSignal` in it, once: a
+    later one is ignored, so that the cleanup the first began is not cut short (a program
+    that means "now" sends SIGKILL). A SIGHUP ignored when the command began (``nohup``)
+    stays ignored. The handlers before are put back when the command ends."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        #: the signal that stopped the command (the first one), None when none came
+        self.signum: int | None = None
+        self._old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in self.SIGNALS:
+            old = signal.getsignal(sig)
+            if sig == signal.SIGHUP and old is signal.SIG_IGN:
+                continue
+            self._old[sig] = old
+            signal.signal(sig, self._handler)
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        silence_gone_outputs()  # a closed terminal: what the cleanup prints goes nowhere
+        if self.signum is not None:
+            return
+        self.signum = signum
+        raise StopSignal(signum)
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+        self._old.clear()
+
+    def exit(self) -> None:
+        """One line, and the shell's code for the signal (143 for SIGTERM, 129 for SIGHUP)."""
+        assert self.signum is not None
+        name = signal.Signals(self.signum).name
+        silence_gone_outputs()
+        try:
+            click.echo(
+                f"stopped by {name}: what was under way was undone; anything it was writing "
+                "is left as it was",
+                err=True,
+            )
+        except (OSError, ValueError):  # the terminal went after the look above
+            pass
+        sys.exit(128 + self.signum)
+
+
 class OneLineUsageError(click.UsageError):
     """A usage error shown as one line that names the command's help."""
 
@@ -93,23 +172,44 @@ class KGAgentGroup(click.Group):
             raise _usage(e) from None
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        stop = _StopSignals()
+        ctx.ensure_object(dict)["stop_signals"] = stop  # installed by `cli` for the command
         try:
-            return super().invoke(ctx)
+            try:
+                result = super().invoke(ctx)
+            finally:
+                stop.restore()  # from here on a signal ends the process as it used to
         except click.UsageError as e:
             raise _usage(e) from None
+        except StopSignal:
+            stop.exit()
         except BrokenPipeError as e:
-            if _stdout_closed():  # `kgagent query … | head -1`: the reader has what it wanted
-                _quiet_exit()
+            if stop.signum is not None:  # the pipe went with the terminal
+                stop.exit()
+            writes = bool(ctx.obj and ctx.obj.get("writes"))
+            if _stdout_closed() and not writes:  # `kgagent query … | head -1`: the reader
+                _quiet_exit()  # has what it wanted
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            click.echo(f"error: {describe_error(e)}", err=True)
+            silence_gone_outputs()
+            why = (
+                "the output was closed before the command finished; it stopped there, and "
+                "what it was writing is left as it was"
+                if writes
+                else describe_error(e)
+            )
+            click.echo(f"error: {why}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
+            if stop.signum is not None:  # a command that took it for Ctrl-C, raised anew
+                stop.exit()
             # what was under way cleaned up on the way here (a merge or an import leaves
             # the memory as it was); the shell's code for SIGINT, as `play` exits with
             click.echo("interrupted", err=True)
             sys.exit(130)
         except (KGAgentError, OSError, ValueError) as e:
+            if stop.signum is not None:  # a cleanup that failed writing to a closed terminal
+                stop.exit()
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             click.echo(f"error: {describe_error(e)}", err=True)
@@ -119,6 +219,13 @@ class KGAgentGroup(click.Group):
                 raise
             click.echo(f"error: {out_of_memory(e)}", err=True)
             sys.exit(1)
+        except Exception:
+            if stop.signum is not None:  # what the stop cut short, failing on the way out
+                stop.exit()
+            raise
+        if stop.signum is not None:  # a command that took it as Ctrl-C and ended (`view`)
+            stop.exit()
+        return result
 
 
 @click.group(cls=KGAgentGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -135,6 +242,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    stop = ctx.obj.get("stop_signals")
+    if stop is not None and ctx.invoked_subcommand not in OWN_STOP:
+        stop.install()
 
 
 def _register() -> None:

@@ -9,16 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kgagent.cli.common import common_options, open_memory
+from kgagent.cli.common import common_options, mark_writes, open_memory
 from kgagent.cli.output import emit, emit_record
 
 from kgagent.config import Config
 from kgagent.errors import KGAgentError
 from kgagent.memory.merge_place import leftovers_row, leftovers_warning, remove_leftovers
+from kgagent.runlog import tell
 
 
 def _say(msg: str) -> None:
-    click.echo(msg, err=True)
+    tell(msg)  # a reader gone from the pipe does not stop the work
 
 
 @click.group("memory")
@@ -35,6 +36,8 @@ def memory_group() -> None:
 @common_options()
 def info_cmd(migrate: bool, memory: Path, config: Config, fmt: str) -> None:
     """Show where a memory is, what built it, and its graph statistics."""
+    if migrate:
+        mark_writes()
     mem = open_memory(memory, config, write=migrate)
     warning = leftovers_warning(Path(memory))
     if warning:
@@ -57,6 +60,8 @@ def info_cmd(migrate: bool, memory: Path, config: Config, fmt: str) -> None:
 @common_options()
 def check_cmd(repair: bool, memory: Path, config: Config, fmt: str) -> None:
     """Check that graph, vectors and blobs agree; exit 1 if a problem is found."""
+    if repair:
+        mark_writes()
     if repair:
         from kgagent.memory.repair import repair as repair_memory
 
@@ -85,6 +90,7 @@ def export_cmd(out: Path, force: bool, memory: Path, config: Config, fmt: str) -
     Parquet tables, the committed vectors and the blobs; it imports under either
     engine (the way to move a memory between kuzu and ladybug).
     """
+    mark_writes()
     from kgagent.memory.archive import export_memory
 
     summary = export_memory(memory, out, config, force=force, progress=_say)
@@ -113,6 +119,7 @@ def import_cmd(
     Verifies checksums, member paths, schema version and encoder first; never
     overwrites an existing memory without --force.
     """
+    mark_writes()
     from kgagent.memory.archive import import_memory
 
     summary = import_memory(

@@ -9,14 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kgagent.cli.common import common_options
+from kgagent.cli.common import common_options, mark_writes
 from kgagent.cli.output import emit_record
 
 from kgagent.config import Config
+from kgagent.runlog import tell
 
 
 def _say(msg: str) -> None:
-    click.echo(msg, err=True)
+    tell(msg)  # a reader gone from the pipe does not stop the work
 
 
 @click.command("merge")
@@ -40,6 +41,7 @@ def merge_cmd(
     beside the destination, checked, and only then put in its place; merging the
     same memory twice changes nothing.
     """
+    mark_writes()
     from kgagent.memory.merge import merge_memories
 
     summary = merge_memories(list(sources), into or memory, config, progress=_say)

@@ -9,9 +9,11 @@ validated before the memory is opened.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -20,8 +22,9 @@ from kgagent.envs.launch import private_display_wanted
 from kgagent.envs.registry import ENVS, check_env, is_env_name
 from kgagent.errors import ConfigError
 from kgagent.memory.merge_place import leftovers_warning
+from kgagent.runlog import silence_gone_outputs, tell
 
-from .common import common_options
+from .common import common_options, mark_writes
 from .output import emit_record
 
 
@@ -170,6 +173,7 @@ def play_cmd(
     fmt: str,
 ) -> None:
     """Let the agent play ENV, learning into the memory, and print the run's summary."""
+    mark_writes()
     from kgagent.agent.runner import Runner
 
     cfg = config
@@ -213,7 +217,7 @@ def play_cmd(
         program_argv(cfg.desktop.launch)  # a command that cannot be split, in one line
     warning = leftovers_warning(Path(memory))
     if warning:
-        click.echo(warning, err=True)
+        tell(warning)
     runner = Runner(cfg, memory_path=memory, progress=not quiet)
     try:
         summary = runner.run()
@@ -223,10 +227,20 @@ def play_cmd(
         summary = runner.last_summary
     except Exception:
         if runner.last_summary is not None:  # the run had started: what it did, then the error
-            s = runner.last_summary
-            emit_record(s.to_dict(), fmt, table=s.format_table())
+            _emit_summary(runner.last_summary, fmt)
         raise
-    emit_record(summary.to_dict(), fmt, table=summary.format_table())
+    _emit_summary(summary, fmt)
     if runner.stop_signal is not None:
         # stopped by a signal, cleanly: the shell's code for it, so a script can tell
         sys.exit(128 + runner.stop_signal)
+
+
+def _emit_summary(summary: Any, fmt: str) -> None:
+    """The run's summary on standard output; the run is over and its step log holds the
+    summary, so a reader that has gone (``kgagent play | head -1``) changes nothing."""
+    try:
+        emit_record(summary.to_dict(), fmt, table=summary.format_table())
+        sys.stdout.flush()
+    except OSError as e:
+        if e.errno not in (errno.EPIPE, errno.EIO) or not silence_gone_outputs():
+            raise

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from kgagent.cli.common import common_options, open_memory, read_input
+from kgagent.cli.common import common_options, mark_writes, open_memory, read_input
 from kgagent.cli.output import cell, emit, jsonable
 
 from kgagent.config import Config
@@ -164,6 +164,8 @@ def query_cmd(
       kgagent query --file q.cypher --format csv
       echo "MATCH (k:Skill) RETURN count(*)" | kgagent query --format json
     """
+    if write:
+        mark_writes()
     if list_:
         rows = list_rows()
         if fmt == "table":  # a line a terminal can hold; json/csv keep the whole text

@@ -164,9 +164,11 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
         raise ConfigError(
             f"no memory at {memory}; run `kgagent play --memory {shlex.quote(str(memory))}` first"
         )
+    from kgagent.rounds import log_order
+
     folder = folder if folder is not None else memory / "runs"
     rows = []
-    for p in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+    for p in log_order(folder.glob("*.jsonl")) if folder.is_dir() else []:
         try:
             d = _summary_of(p)
         except ConfigError as e:

@@ -33,6 +33,7 @@ import io
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,9 @@ HEADINGS = {
 }
 
 _STAMP = re.compile(r"^(\d{8}-\d{6})")
+#: How much of a step log's header line is read, at most, for its start time.
+_HEADER_MAX = 1 << 20
+_STARTED = re.compile(rb'"started": "([^"\\]*)"')
 _TOTALS = ("library_size", "nodes", "skill_edges", "similarity_edges")
 
 
@@ -121,20 +125,66 @@ class Round:
 def log_order(paths: Iterable[str | Path]) -> list[Path]:
     """Step logs in the order their runs happened.
 
-    The file name starts with the run's start time (to the second); runs on one
-    memory cannot overlap, so within one second the file written last is the
-    later run.
+    A run's start is its header's ``started`` where that carries its UTC offset (logs
+    written since the offset was recorded): runs on one memory may be made under different
+    time zones (``TZ``, a container in UTC, a laptop that travelled), and their file names
+    hold the local time of each. Otherwise it is the time the file name begins with (the
+    run's start, to the second), read in this machine's time zone: older logs keep their
+    name order among themselves, and fall among newer ones where they would have on this
+    machine. Runs on one memory cannot overlap, so within one second the file written last
+    is the later run.
     """
 
-    def key(p: Path) -> tuple[str, int, str]:
-        m = _STAMP.match(p.name)
+    def key(p: Path) -> tuple[float, int, str]:
         try:
             mtime = p.stat().st_mtime_ns
         except OSError:
             mtime = 0
-        return (m.group(1) if m else "", mtime, p.name)
+        return (run_start(p), mtime, p.name)
 
     return sorted((Path(p) for p in paths), key=key)
+
+
+def run_start(path: str | Path) -> float:
+    """When the run of step log ``path`` began, in seconds since the epoch (see
+    :func:`log_order`); ``-inf`` when neither its header nor its name says."""
+    p = Path(path)
+    started = _header_start(p)
+    if started is not None:
+        return started
+    m = _STAMP.match(p.name)
+    if m:
+        d = m.group(1)
+        try:  # local time, as the run's process had it
+            at = datetime(int(d[:4]), int(d[4:6]), int(d[6:8]), int(d[9:11]), int(d[11:13]))
+            return at.replace(second=int(d[13:15])).timestamp()
+        except (ValueError, OverflowError, OSError):
+            pass
+    return float("-inf")
+
+
+def _header_start(path: Path) -> float | None:
+    """The header's ``started`` as a point in time, where it has its UTC offset.
+
+    Found in the header line's text rather than parsed from its JSON (that holds the whole
+    configuration, and the view orders the logs at every refresh): in JSON text
+    ``"started": "`` can only be a key, since a quote inside a string is escaped, and the
+    header's own ``started`` comes before its ``config``."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(_HEADER_MAX)
+    except OSError:
+        return None
+    m = _STARTED.search(first) if first.startswith(b'{"type": "run"') else None
+    if m is None:
+        return None
+    try:
+        at = datetime.fromisoformat(m.group(1).decode("ascii"))
+    except ValueError:  # not a time, or not ASCII
+        return None
+    if at.tzinfo is None:
+        return None  # a log written before the offset was kept: local time, as its name
+    return at.timestamp()
 
 
 def memory_logs(memory: str | Path) -> list[Path]:

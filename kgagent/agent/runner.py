@@ -8,8 +8,9 @@ summary, never back into the agent.
 A run writes one JSONL step log (:mod:`kgagent.runlog`; format in ``docs/agent.md``).
 A run is one or more episodes: when the program ends before the step budget (a game
 over, a launched program that exits) and the environment restarts
-(``run.restart``), the next episode begins on the same memory. Ctrl-C or SIGTERM (what
-``kill``, ``timeout``, ``docker stop`` and job schedulers send) finishes the current step
+(``run.restart``), the next episode begins on the same memory. Ctrl-C, SIGTERM (what
+``kill``, ``timeout``, ``docker stop`` and job schedulers send) or SIGHUP (the terminal
+closed) finishes the current step
 (the brain asks its endpoint nothing more: see :class:`_StopFlag`), writes the summary and
 stops; memory and environment are always closed in ``finally``.
 """
@@ -24,6 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,9 @@ from kgagent.runlog import (
     RunLogWriter,
     RunSummary,
     StepRecord,
+    silence_gone_outputs,
     summarise,
+    tell,
     unfinished_run_note,
 )
 from kgagent.seeding import player_rng
@@ -55,16 +59,25 @@ Log = Callable[[str], None]
 
 
 class _StopFlag:
-    """Ctrl-C and SIGTERM set a flag instead of interrupting: the current step finishes first.
+    """Ctrl-C, SIGTERM and SIGHUP set a flag instead of interrupting: the current step
+    finishes first.
 
     A second Ctrl-C stops at once (a person at the keyboard who will not wait). SIGTERM
-    only ever asks for the graceful stop, however often it comes: a program that means
-    "now" sends SIGKILL after it, as ``docker stop`` and ``timeout -k`` do. The first
-    signal also tells the brain (``on_stop``: :meth:`Brain.interrupt`), which sends no
-    new request and abandons the one in flight, so the step ends in seconds.
+    and SIGHUP (the terminal was closed) only ever ask for the graceful stop, however often
+    they come: a program that means "now" sends SIGKILL after it, as ``docker stop`` and
+    ``timeout -k`` do. The first signal also tells the brain (``on_stop``:
+    :meth:`Brain.interrupt`), which sends no new request and abandons the one in flight, so
+    the step ends in seconds.
+
+    After a closed terminal, writing to it fails (EIO; EPIPE for a pipe whose reader went
+    with it): at each signal, and once more when the run ends, the outputs that lead nowhere
+    any more are pointed at /dev/null (:func:`~kgagent.runlog.silence_gone_outputs`), so
+    that the run's last lines and its summary table go nowhere instead of raising before
+    the step log's summary line is written. A SIGHUP ignored when the run began (``nohup``)
+    stays ignored.
     """
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self, log: Log, on_stop: Callable[[], None] | None = None) -> None:
         self.stop = False
@@ -78,23 +91,32 @@ class _StopFlag:
     def __enter__(self) -> _StopFlag:
         if threading.current_thread() is threading.main_thread():
             for sig in self.SIGNALS:
-                self._old[sig] = signal.getsignal(sig)
+                old = signal.getsignal(sig)
+                if sig == signal.SIGHUP and old is signal.SIG_IGN:
+                    continue  # nohup: the user asked for the run to outlive the terminal
+                self._old[sig] = old
                 signal.signal(sig, self._handler)
         return self
 
     def _handler(self, signum: int, frame: Any) -> None:
+        silence_gone_outputs()
         if self.stop:
             if signum == signal.SIGINT:  # a second Ctrl-C: stop now
                 raise KeyboardInterrupt
             return
         self.stop, self.signum = True, signum
-        what = "interrupted" if signum == signal.SIGINT else "SIGTERM"
+        what = "interrupted" if signum == signal.SIGINT else signal.Signals(signum).name
         again = " (Ctrl-C again to abort)" if signum == signal.SIGINT else ""
-        self._log(f"{what}: finishing the current step, then stopping{again}")
+        try:
+            self._log(f"{what}: finishing the current step, then stopping{again}")
+        except (OSError, ValueError):  # an output that went after the look above
+            pass
         if self._on_stop is not None:
             self._on_stop()
 
     def __exit__(self, *exc: object) -> None:
+        if self.signum is not None:
+            silence_gone_outputs()  # a pipe's reader that went with the terminal meanwhile
         for sig, old in self._old.items():
             if old is not None:  # None: a handler not set from Python, which cannot be put back
                 signal.signal(sig, old)
@@ -109,7 +131,7 @@ class Runner:
     names the run by its ``name`` (its step log, summary and ``run.env`` in the logged
     config). ``progress=False`` hides the tqdm bar.
 
-    Signals: the first Ctrl-C (or SIGTERM) finishes the current step, and :meth:`run`
+    Signals: the first Ctrl-C (or SIGTERM, SIGHUP) finishes the current step, and :meth:`run`
     returns the summary with :attr:`stop_signal` set: a script running several runs
     checks it to stop too. A second Ctrl-C aborts: the step log's summary is written,
     the memory closed, and ``KeyboardInterrupt`` raised (:attr:`last_summary` holds it).
@@ -140,15 +162,16 @@ class Runner:
         self._brain = brain
         self._reader = reader
         self.progress = progress
-        self.log: Log = log or (lambda m: print(m, file=sys.stderr))
+        self.log: Log = log or tell
         self.idle_change: float | None = None  # measured by the noise probe (live targets)
         self.reprobes = 0  # the noise watched again during the run (desktop.noise_reprobe_after)
-        #: the signal that stopped the last run (SIGINT, SIGTERM); None when nothing did
+        #: the signal that stopped the last run (SIGINT, SIGTERM, SIGHUP); None when nothing did
         self.stop_signal: int | None = None
         #: the last run's summary, also when it ended by raising (an abort, an error)
         self.last_summary: RunSummary | None = None
         self._steps = 0
         self._stamp = ""  # the run's start, in its log names (run() sets it)
+        self._start: datetime | None = None  # the same, with its UTC offset (the header's)
 
     def _build(self) -> tuple[StateEncoder, Segmenter, Brain]:
         from kgagent.brain import make_brain
@@ -230,7 +253,13 @@ class Runner:
         episodes = 1
         aborted = False  # a second Ctrl-C: raised again once the run is written and closed
         self.stop_signal = self.last_summary = None
-        self._stamp = time.strftime("%Y%m%d-%H%M%S")
+        # local time in the names, as the user reads them; the header's ``started`` adds the
+        # offset, which orders runs made under different time zones (rounds.log_order)
+        self._start = start = datetime.now().astimezone()
+        self._stamp = (
+            f"{start.year:04d}{start.month:02d}{start.day:02d}"
+            f"-{start.hour:02d}{start.minute:02d}{start.second:02d}"
+        )
         created = not self.memory_path.exists()
         started = False  # the step log is open: from then on the memory is the user's record
         unstarted = False  # it failed before: a memory it created goes (see _discard)
@@ -462,7 +491,7 @@ class Runner:
             "memory": str(self.memory_path),
             "screen": list(env_size),
             "idle_change": self.idle_change,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "started": (self._start or datetime.now().astimezone()).isoformat(timespec="seconds"),
             "config": _shown_config(self.cfg),
         }
 

@@ -215,3 +215,35 @@ def test_hints_from_the_library_quote_their_paths(tmp_path: Path) -> None:
             call()
         command = str(e.value).split("`")[1]
         assert shlex.split(command) == ["kgagent", "play", "--memory", str(missing)]
+
+
+def _first_line_then_close(args: list[str]) -> int:
+    """Run kgagent with stdout and stderr into one pipe, read one line, close the pipe
+    (`kgagent … 2>&1 | head -1`); the exit code."""
+    proc = subprocess.Popen(
+        [*KGAGENT, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    proc.stdout.close()
+    return proc.wait(timeout=300)
+
+
+def test_a_reader_gone_from_the_pipe_does_not_stop_a_run_or_an_export(tmp_path: Path) -> None:
+    """Progress lines that nobody reads any more are dropped and the work goes on: the
+    run plays all its steps and writes its summary, the export writes its archive."""
+    mem = tmp_path / "m"
+    assert (
+        _first_line_then_close(["play", "--env", "civgame", "--steps", "6", "--memory", str(mem)])
+        == 0
+    )
+    logs = list((mem / "runs").glob("*.jsonl"))
+    assert len(logs) == 1
+    last = json.loads(logs[0].read_text().splitlines()[-1])
+    assert last["type"] == "summary" and last["steps"] == 6
+    archive = tmp_path / "m.tgz"
+    assert _first_line_then_close(["memory", "export", str(archive), "--memory", str(mem)]) == 0
+    assert archive.is_file() and archive.stat().st_size > 0
