@@ -10,6 +10,7 @@ read the same way.
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,6 @@ def _header(cfg: Config, env: Any, names: list[str]) -> dict[str, Any]:
         "memory": None,
         "screen": list(env.size),
         "actions": names,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "started": datetime.now().astimezone().isoformat(timespec="seconds"),
         "config": shown_values(cfg.to_dict()),
     }

@@ -139,3 +139,18 @@ def test_random_keys_counts_the_episodes_it_played(tmp_path: Path) -> None:
     lines = [json.loads(s) for s in Path(summary.log_path).read_text().splitlines()]
     assert [x["episode"] for x in lines if x["type"] == "episode"] == [1, 2]
     assert summary.episodes == 2
+
+
+def test_a_random_keys_log_says_when_it_started_with_its_offset(tmp_path: Path) -> None:
+    """Its header's ``started`` carries the UTC offset, as the agent's does, so that its
+    runs are ordered among others made in other time zones (``kgagent.rounds.log_order``)."""
+    from datetime import datetime
+
+    from kgagent.bench.baselines import run_random_keys
+    from kgagent.config import Config
+
+    cfg = Config()
+    cfg.run.env = "gym:LitButtonShort-v0"
+    summary = run_random_keys(cfg, 2, tmp_path)
+    header = json.loads(Path(summary.log_path).read_text().splitlines()[0])
+    assert datetime.fromisoformat(header["started"]).utcoffset() is not None
