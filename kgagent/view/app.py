@@ -12,19 +12,21 @@ Routes besides Dash's own (each reads; none takes a path from the request):
 * ``/blob/<sha256>.png`` — a thumbnail or object crop (the id must be 64 hex digits);
 * ``/state/<state id>.png`` — a state's screenshot (a recording, else its thumbnail);
 * ``/frame/<log>/<step>.png`` — the live picture: screen + the step's actions;
-* ``/download/<name>.csv`` — the numbers behind the rounds table and figures.
+* ``/download/<name>.csv`` — the numbers behind the rounds table and figures, and the
+  library's tables (every row, filtered and sorted as the query string says).
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kgagent.config import Config
 from kgagent.errors import ConfigError
 from kgagent.paths import shell_word
+from kgagent.view.listing import PerSnapshot
 from kgagent.view.logs import RunLogs
 from kgagent.view.source import MemorySource, is_blob_id, passing
 
@@ -33,10 +35,12 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 @dataclass
 class ViewContext:
-    """What every page reads: the memory (read-only) and its step logs."""
+    """What every page reads: the memory (read-only) and its step logs, and what the pages
+    derive from one snapshot (the state list searched as the user types, the library's rows)."""
 
     source: MemorySource
     logs: RunLogs
+    derived: PerSnapshot = field(default_factory=PerSnapshot)
 
     @property
     def memory(self) -> Path:
@@ -139,10 +143,16 @@ def _routes(server: Any, ctx: ViewContext) -> None:
 
     @server.route("/download/<name>.csv")
     def download(name: str) -> Response:
-        rounds = ctx.logs.rounds()
-        if name == "rounds":
-            text = rounds_csv(rounds)
+        from flask import request
+
+        from kgagent.view import page_library
+
+        if name in page_library.TABLES:  # every row the table's filter keeps, in its order
+            text = page_library.download(ctx, name, request.args)
+        elif name == "rounds":
+            text = rounds_csv(ctx.logs.rounds())
         elif name in figures.ROUND_FIGURES:
+            rounds = ctx.logs.rounds()
             series = [ctx.logs.series(log) for log in _round_logs(ctx, rounds)]
             text = figures.figure_csv(name, rounds, series)
         elif name.startswith("live-") and name[5:].isdigit():

@@ -25,16 +25,31 @@ def _kv(pairs: list[tuple[str, Any]]) -> html.Div:
     return html.Div(cells, className="kv")
 
 
-def _table(head: list[str], rows: list[list[Any]], empty: str) -> Any:
+#: Rows a list in a panel shows at most (the strongest first); a line says how many more.
+PANEL_ROWS = 50
+
+
+def _more(shown: int, total: int, order: str = "the strongest") -> Any:
+    if total <= shown:
+        return None
+    return html.P(f"showing {shown:,} of {total:,} ({order})", className="note")
+
+
+def _table(head: list[str], rows: list[list[Any]], empty: str, total: int | None = None) -> Any:
+    """A small table of at most PANEL_ROWS rows; ``total``: how many there are in all."""
     if not rows:
         return html.P(empty, className="hint")
-    return html.Table(
+    total = len(rows) if total is None else total
+    rows = rows[:PANEL_ROWS]
+    table = html.Table(
         [
             html.Thead(html.Tr([html.Th(h) for h in head])),
             html.Tbody([html.Tr([html.Td(c) for c in r]) for r in rows]),
         ],
         className="mini",
     )
+    more = _more(len(rows), total)
+    return html.Div([table, more]) if more else table
 
 
 def hint() -> html.Div:
@@ -90,7 +105,9 @@ def state_panel(d: dict[str, Any], snap: Any, recording: tuple[str, int] | None)
         ]
         for e in sorted(d.get("in_edges", []), key=lambda e: -e["weight"])
     ]
-    similar = [f"{short_id(u)} ({w:.3f})" for u, w in d.get("similar", [])]
+    similar_all = d.get("similar", [])
+    similar = [f"{short_id(u)} ({w:.3f})" for u, w in similar_all[:PANEL_ROWS]]
+    objects = d.get("objects", [])
     crops = [
         html.Div(
             [
@@ -102,7 +119,7 @@ def state_panel(d: dict[str, Any], snap: Any, recording: tuple[str, int] | None)
             ],
             className="crop",
         )
-        for o in d.get("objects", [])
+        for o in objects[:PANEL_ROWS]
     ]
     return html.Div(
         [
@@ -140,10 +157,12 @@ def state_panel(d: dict[str, Any], snap: Any, recording: tuple[str, int] | None)
             _table(["skill", "to", "w", "n", "Δ", "R"], out_rows, "none"),
             html.H4(f"Skill edges in ({len(in_rows)})"),
             _table(["skill", "from", "w", "n"], in_rows, "none"),
-            html.H4(f"Similar states ({len(similar)})"),
+            html.H4(f"Similar states ({len(similar_all)})"),
             html.P(", ".join(similar) or "none", className="hint"),
-            html.H4(f"Objects ({len(crops)})"),
+            _more(len(similar), len(similar_all), "the most similar"),
+            html.H4(f"Objects ({len(objects)})"),
             html.Div(crops, className="crops") if crops else html.P("none", className="hint"),
+            _more(len(crops), len(objects), "the first"),
         ]
     )
 
@@ -258,27 +277,21 @@ def similar_panel(data: dict[str, Any]) -> html.Div:
 
 def pair_panel(edge: dict[str, Any], snap: Any) -> html.Div:
     """Every skill on one drawn arrow (parallel skill edges merged), best first."""
-    src, dst = edge["source"], edge["target"]
-    rows = []
-    for sid in edge.get("skills") or []:
-        e = next(
-            (
-                x
-                for x in snap.skill_edges
-                if x["src"] == src and x["dst"] == dst and x["skill"] == sid
-            ),
-            None,
-        )
-        if e is not None:
-            rows.append(
-                [snap.skills.get(sid, {}).get("name", sid), f"{e['weight']:.3f}", e["count"]]
-            )
+    src, dst = edge.get("source"), edge.get("target")
+    on_arrow = [k for k in edge.get("skills") or [] if isinstance(k, str)]
+    found = {x["skill"]: x for x in snap.skill_edges if x["src"] == src and x["dst"] == dst}
+    pair = [found[k] for k in on_arrow if k in found]
+    rows = [
+        [snap.skills.get(x["skill"], {}).get("name", x["skill"]), f"{x['weight']:.3f}", x["count"]]
+        for x in pair[:PANEL_ROWS]
+    ]
     return html.Div(
         [
             html.H4(
-                f"{len(rows)} skills lead {short_id(src)} → {short_id(dst)}", style={"marginTop": 0}
+                f"{len(pair)} skills lead {short_id(str(src))} → {short_id(str(dst))}",
+                style={"marginTop": 0},
             ),
-            _table(["skill", "w (Eq. 1)", "n"], rows, "none"),
+            _table(["skill", "w (Eq. 1)", "n"], rows, "none", len(pair)),
             html.Hr(style={"border": 0, "borderTop": "1px solid #dee2e6", "margin": "12px 0"}),
         ]
     )

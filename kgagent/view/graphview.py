@@ -6,10 +6,11 @@ Eq. 1 weight, labelled with its skill; a similarity edge is a dashed blue line
 whose width follows the cosine of its two states. States are drawn as their
 thumbnails.
 
-Large graphs stay usable by three means: a neighbourhood (the states within ``hops``
-edges of a chosen state), a cap on the states drawn (the most visited first), and a
-bound on the similarity edges drawn (beyond it, each state's strongest, and every one of
-the chosen state's), with a note saying what was left out.
+Large graphs stay usable by four means: a neighbourhood (the states within ``hops``
+edges of a chosen state), a cap on the states drawn (the most visited first), a bound on
+the skill edges drawn (the strongest), and a bound on the similarity edges drawn (beyond
+it, each state's strongest, and every one of the chosen state's), with a note saying
+what was left out.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ LABEL_LIMIT = 80
 SIMILAR_LIMIT = 2000
 #: Beyond the limit, the similarity edges of each drawn state that are kept (its strongest).
 SIMILAR_PER_STATE = 3
+#: Skill edges drawn at most (the strongest by Eq. 1 weight); as many as the similarity
+#: edges, so that the elements of a drawing stay bounded whatever the memory's size.
+SKILL_LIMIT = 2000
 
 SKILL_LOW, SKILL_HIGH = "#f4a582", "#b2182b"  # Eq. 1 weight 0 -> 1 (ColorBrewer RdBu)
 SIMILAR = "#2166ac"
@@ -52,6 +56,7 @@ class Filters:
     cap: int = DEFAULT_CAP
     similar_limit: int = SIMILAR_LIMIT
     similar_per_state: int = SIMILAR_PER_STATE
+    skill_limit: int = SKILL_LIMIT
 
 
 @dataclass
@@ -116,6 +121,11 @@ def select(snap: Snapshot, f: Filters) -> GraphView:
         )
         states = keep
     skill_edges = [e for e in skill_edges if e["src"] in states and e["dst"] in states]
+    if len(skill_edges) > f.skill_limit:
+        n = len(skill_edges)
+        rank = sorted(range(n), key=lambda i: (-float(skill_edges[i]["weight"] or 0.0), i))
+        skill_edges = [skill_edges[i] for i in sorted(rank[: max(f.skill_limit, 0)])]
+        notes.append(f"showing {len(skill_edges):,} of {n:,} skill edges (the strongest)")
     similar = [e for e in similar if e["src"] in states and e["dst"] in states]
     if len(similar) > f.similar_limit:
         n = len(similar)

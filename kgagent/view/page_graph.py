@@ -20,6 +20,7 @@ from kgagent.view.graphview import (
     short_id,
     stylesheet,
 )
+from kgagent.view.listing import Choices
 from kgagent.view.pages import request_value
 
 LAYOUTS = {
@@ -53,28 +54,64 @@ LAYOUTS = {
 }
 
 
-def _run_options(ctx: Any) -> list[dict[str, str]]:
-    opts = [{"label": "all runs", "value": "all"}]
-    for log in ctx.logs.all():
+ALL_RUNS = {"label": "all runs", "value": "all"}
+ALL_CLUSTERS = {"label": "all clusters", "value": "all"}
+
+
+def run_choices(ctx: Any) -> Choices:
+    """Every run, newest first."""
+    opts = []
+    for log in reversed(ctx.logs.all()):
         h = log.header
         label = (
             f"R{log.index} · {h.get('env', '?')} seed {h.get('seed', '?')} · {len(log.steps)} steps"
         )
         note = " (live)" if ctx.logs.live(log) else " (incomplete)" if log.unfinished else ""
         opts.append({"label": label + note, "value": str(log.index)})
-    return opts
+    return Choices(opts)
 
 
-def _cluster_options(snap: Any) -> list[dict[str, str]]:
-    opts = [{"label": "all clusters", "value": "all"}]
-    for c in sorted(snap.clusters.values(), key=lambda c: c["name"]):
-        opts.append({"label": f"{c['name']} ({len(c['skills'])} skills)", "value": c["id"]})
-    return opts
+def cluster_choices(ctx: Any, snap: Any) -> Choices:
+    """Every cluster, by name."""
+
+    def make() -> Choices:
+        return Choices(
+            [
+                {"label": f"{c['name']} ({len(c['skills'])} skills)", "value": c["id"]}
+                for c in sorted(snap.clusters.values(), key=lambda c: (c["name"], c["id"]))
+            ]
+        )
+
+    return ctx.derived.get(snap, "cluster choices", make)
 
 
-def _state_options(snap: Any) -> list[dict[str, str]]:
-    rows = sorted(snap.states.values(), key=lambda r: (-int(r.get("visits") or 0), r["id"]))
-    return [{"label": f"{short_id(r['id'])} ×{r.get('visits', 0)}", "value": r["id"]} for r in rows]
+def state_choices(ctx: Any, snap: Any) -> Choices:
+    """Every state, the most visited first (as the graph draws them)."""
+
+    def make() -> Choices:
+        rows = sorted(snap.states.values(), key=lambda r: (-int(r.get("visits") or 0), r["id"]))
+        return Choices(
+            [
+                {"label": f"{short_id(r['id'])} ×{r.get('visits', 0)}", "value": r["id"]}
+                for r in rows
+            ]
+        )
+
+    return ctx.derived.get(snap, "state choices", make)
+
+
+def run_options(ctx: Any, search: Any = None, value: Any = None) -> list[dict[str, Any]]:
+    return run_choices(ctx).offer(search, value, fixed=[ALL_RUNS], what="runs")
+
+
+def cluster_options(ctx: Any, snap: Any, search: Any = None, value: Any = None) -> list:
+    return cluster_choices(ctx, snap).offer(search, value, fixed=[ALL_CLUSTERS], what="clusters")
+
+
+def state_options(ctx: Any, snap: Any, search: Any = None, value: Any = None) -> list:
+    """At most OPTION_LIMIT states for the "neighbourhood of" dropdown: those matching what
+    was typed (the most visited when nothing was), and the chosen one."""
+    return state_choices(ctx, snap).offer(search, value, what="states")
 
 
 def layout(ctx: Any) -> html.Div:
@@ -82,10 +119,20 @@ def layout(ctx: Any) -> html.Div:
     controls = html.Div(
         [
             html.Label(className="ctl", children="run"),
-            dcc.Dropdown(id="g-run", options=_run_options(ctx), value="all", clearable=False),
+            dcc.Dropdown(
+                id="g-run",
+                options=run_options(ctx),
+                value="all",
+                clearable=False,
+                search_order="original",
+            ),
             html.Label(className="ctl", children="cluster"),
             dcc.Dropdown(
-                id="g-cluster", options=_cluster_options(snap), value="all", clearable=False
+                id="g-cluster",
+                options=cluster_options(ctx, snap),
+                value="all",
+                clearable=False,
+                search_order="original",
             ),
             html.Label(className="ctl", children="skill edges of weight ≥ (Eq. 1)"),
             dcc.Slider(
@@ -110,7 +157,11 @@ def layout(ctx: Any) -> html.Div:
             ),
             html.Label(className="ctl", children="neighbourhood of"),
             dcc.Dropdown(
-                id="g-focus", options=_state_options(snap), value=None, placeholder="whole graph"
+                id="g-focus",
+                options=state_options(ctx, snap),
+                value=None,
+                placeholder="whole graph (type a state: s12)",
+                search_order="original",
             ),
             html.Label(className="ctl", children="hops"),
             dcc.Slider(
@@ -321,8 +372,11 @@ def register(app: Any, ctx: Any) -> None:
             "id"
         ]
 
+    # The dropdown drops a value that is not among its options: the clicked state comes
+    # with options that hold it, in the same update.
     @app.callback(
         Output("g-focus", "value"),
+        Output("g-focus", "options", allow_duplicate=True),
         Input("g-focus-here", "n_clicks"),
         State("g-selected", "data"),
         prevent_initial_call=True,
@@ -330,18 +384,39 @@ def register(app: Any, ctx: Any) -> None:
     def focus_here(n, selected):
         if not n or not selected:
             raise PreventUpdate
-        return selected
+        return selected, state_options(ctx, ctx.source.snapshot(), None, selected)
 
+    # Each dropdown's options are found on the server as the user types (search_value),
+    # at most OPTION_LIMIT of them and the chosen one; again when the memory changes.
     @app.callback(
-        Output("g-run", "options"),
-        Output("g-cluster", "options"),
         Output("g-focus", "options"),
+        Input("g-focus", "search_value"),
+        Input("g-focus", "value"),
         Input("g-sig", "data"),
         prevent_initial_call=True,
     )
-    def options(_sig):
-        snap = ctx.source.snapshot()
-        return _run_options(ctx), _cluster_options(snap), _state_options(snap)
+    def focus_options(search, value, _sig):
+        return state_options(ctx, ctx.source.snapshot(), search, value)
+
+    @app.callback(
+        Output("g-run", "options"),
+        Input("g-run", "search_value"),
+        Input("g-run", "value"),
+        Input("g-sig", "data"),
+        prevent_initial_call=True,
+    )
+    def runs(search, value, _sig):
+        return run_options(ctx, search, value)
+
+    @app.callback(
+        Output("g-cluster", "options"),
+        Input("g-cluster", "search_value"),
+        Input("g-cluster", "value"),
+        Input("g-sig", "data"),
+        prevent_initial_call=True,
+    )
+    def clusters(search, value, _sig):
+        return cluster_options(ctx, ctx.source.snapshot(), search, value)
 
 
 def _skill(ctx: Any, snap: Any, skill_id: str, edge: dict[str, Any]) -> html.Div:

@@ -9,13 +9,19 @@ from dash.exceptions import PreventUpdate
 
 from kgagent.view import figures
 from kgagent.view.graphview import short_id
+from kgagent.view.listing import Choices
 from kgagent.view.pages import request_value
 
 FOLLOW = "follow"
 
 
-def _log_options(ctx: Any) -> list[dict[str, str]]:
-    opts = [{"label": "newest run (follow)", "value": FOLLOW}]
+FOLLOW_OPTION = {"label": "newest run (follow)", "value": FOLLOW}
+
+
+def log_options(ctx: Any, search: Any = None, value: Any = None) -> list[dict[str, Any]]:
+    """The "follow" option, then at most OPTION_LIMIT runs (newest first, or those matching
+    what was typed), and the chosen one."""
+    opts = []
     for log in reversed(ctx.logs.all()):
         state = "live" if ctx.logs.live(log) else log.status
         opts.append(
@@ -24,7 +30,7 @@ def _log_options(ctx: Any) -> list[dict[str, str]]:
                 "value": str(log.index),
             }
         )
-    return opts
+    return Choices(opts).offer(search, value, fixed=[FOLLOW_OPTION], what="runs")
 
 
 def layout(ctx: Any) -> html.Div:
@@ -36,7 +42,11 @@ def layout(ctx: Any) -> html.Div:
                 [
                     html.Div(
                         dcc.Dropdown(
-                            id="v-log", options=_log_options(ctx), value=FOLLOW, clearable=False
+                            id="v-log",
+                            options=log_options(ctx),
+                            value=FOLLOW,
+                            clearable=False,
+                            search_order="original",
                         ),
                         style={"width": "520px"},
                     ),
@@ -237,9 +247,15 @@ def register(app: Any, ctx: Any) -> None:
             mark,
         )
 
-    @app.callback(Output("v-log", "options"), Input("v-last", "data"), prevent_initial_call=True)
-    def options(_last):
-        return _log_options(ctx)
+    @app.callback(
+        Output("v-log", "options"),
+        Input("v-log", "search_value"),
+        Input("v-log", "value"),
+        Input("v-last", "data"),
+        prevent_initial_call=True,
+    )
+    def options(search, value, _last):
+        return log_options(ctx, search, value)
 
 
 def _rewards(rec: dict[str, Any]) -> Any:

@@ -1,6 +1,8 @@
 """Page load times of `kgagent view` in headless Chromium (prints figures; asserts nothing).
 
-    .venv/bin/python tests/view/measure_load.py MEMORY [REPEATS]
+    .venv/bin/python tests/view/measure_load.py MEMORY [REPEATS] [PAGES]
+
+PAGES: the paths to load, comma-separated (``/,/library``; all four by default).
 
 For each page: seconds from navigation until what the page is for is on screen
 (graph: every node drawn; library: the first rows; live: the picture loaded;
@@ -61,8 +63,10 @@ def viewed(memory: Path) -> Iterator[tuple[Any, Any]]:
 def main() -> None:
     memory = Path(sys.argv[1])
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    pages = sys.argv[3].split(",") if len(sys.argv) > 3 else list(READY)
     with viewed(memory) as (site, driver):
-        for path, js in READY.items():
+        for path in pages:
+            js = READY[path]
             times = []
             for _ in range(repeats + 1):
                 t = time.perf_counter()
