@@ -35,7 +35,7 @@ from kgagent.brain.base import Brain
 from kgagent.brain.endpoint import EndpointUnusable, shown_url
 from kgagent.config import Config
 from kgagent.envs.base import Env
-from kgagent.errors import BudgetExceeded, ConfigError
+from kgagent.errors import BudgetExceeded, ConfigError, KGAgentError
 from kgagent.paths import resolve_memory_path
 from kgagent.perception.base import Segmenter, StateEncoder
 from kgagent.perception.change import idle_change, visual_change
@@ -368,8 +368,16 @@ class Runner:
                     summary.log_path = str(log_path)
                     summary.memory_path = str(self.memory_path)
                     summary.target = target
+                    closing: KGAgentError | None = None
+                    if error is None:  # the memory's last checkpoint is part of the run
+                        try:
+                            mem.close()
+                        except KGAgentError as e:
+                            closing, summary.stopped, summary.error = e, "error", _one_line(e)
                     out.write("summary", summary.to_dict())
                     self.last_summary = summary
+                    if closing is not None:
+                        raise closing
         except BaseException:
             unstarted = created and not started
             raise

@@ -39,15 +39,17 @@ from kgagent.memory.archive_format import (
 )
 from kgagent.memory.archive_rows import check_rows
 from kgagent.memory.archive_verify import check_compatible, extract_verified
-from kgagent.memory.engine import GraphDB, engine_name
+from kgagent.memory.engine import GraphDB, GraphWriteError, engine_name
 from kgagent.memory.files import (
     MANIFEST,
+    ProcessLimitError,
     memory_identity,
     merged_entries,
     read_manifest,
     write_manifest,
 )
 from kgagent.memory.lifecycle import BLOBS, GRAPH, VECTORS
+from kgagent.memory.limits import limit_in_message, process_limit
 from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory
 from kgagent.memory.store import Memory
 from kgagent.memory.vectors import TABLE as VECTOR_TABLE
@@ -55,6 +57,16 @@ from kgagent.memory.vectors import TABLE as VECTOR_TABLE
 #: Replace a memory with one ``renameat2(RENAME_EXCHANGE)`` where the system has it
 #: (Linux); else (or when False) two renames with a journal (:mod:`~kgagent.memory.staging`).
 SWAP_BY_EXCHANGE = True
+
+
+class NothingImported(ArchiveError):
+    """An import failed for a cause outside the archive (a full disk, a limit of this
+    process) and wrote nothing to its destination; ``reason`` says why, for a caller that
+    words it for its own command (a merge staging an archive)."""
+
+    def __init__(self, target: Path, reason: str) -> None:
+        super().__init__(f"the import wrote nothing to {target}: {reason}")
+        self.reason = reason
 
 
 #: A memory directory's own entries, which an import replaces; anything else in it is
@@ -106,13 +118,25 @@ def import_memory(
             meta, manifest = extract_verified(archive, staged, say)
             version = check_compatible(meta, manifest, expect_encoder)
             new = work / staging.NEW
-            _build(staged, new, meta, manifest, version, engine, cfg, say)
-            summary = _verify_built(new, meta, cfg)
+            try:
+                _build(staged, new, meta, manifest, version, engine, cfg, say)
+                summary = _verify_built(new, meta, cfg)
+            except GraphWriteError as e:
+                raise NothingImported(
+                    target,
+                    f"the graph engine could not write the new memory's files ({e.cause}); "
+                    f"{e.fix}, then run the command again",
+                ) from None
+            except OSError as e:
+                limit = process_limit(e)
+                if limit is None:
+                    raise
+                raise NothingImported(target, limit) from None
             say("moving the imported memory into place")
             _place(new, target, replacing, work)
         finally:
             owner.release()
-            shutil.rmtree(work, ignore_errors=True)
+            staging.remove(work)
     summary.update(
         {
             "memory": str(target),
@@ -134,6 +158,8 @@ def _check_target(target: Path, force: bool) -> bool:
         return False
     try:
         is_memory = read_manifest(target) is not None
+    except ProcessLimitError:
+        raise
     except MemoryStoreError:
         is_memory = False
     if not is_memory:
@@ -351,8 +377,16 @@ def _load_vectors(path: Path, new: Path, encoder: dict | None, revs: dict[str, i
         raise ArchiveError("the archive's vectors hold non-finite numbers; refusing")
     import lancedb
 
-    db = lancedb.connect(str(new / VECTORS))
-    db.create_table(VECTOR_TABLE, data=tab, schema=vector_schema(dim))
+    try:
+        db = lancedb.connect(str(new / VECTORS))
+        db.create_table(VECTOR_TABLE, data=tab, schema=vector_schema(dim))
+    except (OSError, RuntimeError, ValueError) as e:
+        why = " ".join(str(e).split())
+        limit = limit_in_message(why)
+        raise ArchiveError(
+            f"LanceDB could not write the new memory's vectors ({limit or why[:300]}); "
+            "the import wrote nothing to its destination"
+        ) from None
 
 
 def _verify_built(new: Path, meta: dict[str, Any], cfg: Config) -> dict[str, Any]:

@@ -10,6 +10,13 @@ both).
 Errors are worded here, where they are raised: a failed open or query becomes one
 line (:class:`MemoryStoreError`, :class:`QueryError`) that says what to do. Even
 transaction control is a named query (``queries/_transaction.cypher``).
+
+Both engines close a database without a word when their last checkpoint fails (a
+full disk, ``ulimit -f``): the process would end as if all went well and leave a
+memory whose next read-only open is refused. So a writer checkpoints itself before
+closing, and a failed checkpoint, at a commit or at the close, is a
+:class:`GraphWriteError`. Under ``ulimit -v`` the engine is opened with an address
+space that fits (:func:`kgagent.memory.limits.engine_sizes`).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import atexit
 import functools
 import importlib
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,11 +33,30 @@ from pathlib import Path
 from typing import Any
 
 from kgagent.errors import MemoryStoreError, QueryError
-from kgagent.memory import queries
+from kgagent.memory import limits, queries
 from kgagent.memory.diskspace import SpaceGuard, Watchdog
 from kgagent.paths import shell_word
 
 ENGINES = ("ladybug", "kuzu")
+#: Moves the write-ahead log into the database file. Issued by :meth:`GraphDB.close`
+#: before the engine's own close, which would swallow its failure.
+CHECKPOINT = "CHECKPOINT;"
+
+
+class GraphWriteError(MemoryStoreError):
+    """The engine failed writing its files; this process does not use the database again.
+
+    ``committed``: the failing transaction is in the engine's log (True: only the
+    checkpoint after it failed), was not committed (False) or may be either (None).
+    ``cause`` and ``fix`` say why in a few words (a full disk, ``ulimit -f``), for a
+    caller that words the error for its own command (an import, a merge).
+    """
+
+    def __init__(self, message: str, *, cause: str, fix: str, committed: bool | None) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.fix = fix
+        self.committed = committed
 
 
 def engine_name(configured: str) -> str:
@@ -98,10 +125,19 @@ class GraphDB:
         if lenient_wal:
             # LadybugDB: replay the log up to a damaged record instead of refusing it.
             kwargs["throw_on_wal_replay_failure"] = False
-        try:
-            self._db = mod.Database(str(path), **kwargs)
-        except (RuntimeError, OSError, ValueError) as e:
-            raise MemoryStoreError(_open_error(path, engine, _one_line(e))) from None
+        #: The largest database the engine may map (None: its 8 TiB default, no ulimit -v).
+        self.max_db_size: int | None = None
+        sizes = limits.engine_sizes(path, threads)
+        for i, size in enumerate(sizes):
+            self.max_db_size = size.get("max_db_size")
+            try:
+                self._db = mod.Database(str(path), **kwargs, **size)
+                break
+            except (RuntimeError, OSError, ValueError) as e:
+                msg = _one_line(e)
+                if i + 1 < len(sizes) and "mmap" in msg.lower():
+                    continue  # a smaller map may still fit under ulimit -v
+                raise MemoryStoreError(_open_error(path, engine, msg, self.max_db_size)) from None
         self._conn = mod.Connection(self._db)
         if threads > 0:
             # The agent's queries are small; one thread each avoids waking (and
@@ -150,7 +186,10 @@ class GraphDB:
         self, query: str, params: dict[str, Any] | None, *, writes: bool, watch: float | None
     ) -> Any:
         if self._broken:
-            raise MemoryStoreError(_BROKEN)
+            raise MemoryStoreError(
+                f"{_BROKEN} (`kgagent memory check --repair --memory "
+                f"{shell_word(self.path.parent)}`)"
+            )
         if writes and not self._in_tx:
             self.space.check()
         seconds = watch if watch is not None else self.commit_timeout if self.watching else 0.0
@@ -160,9 +199,17 @@ class GraphDB:
             res = self._conn.execute(query, params or {})
         except (RuntimeError, TypeError, ValueError) as e:
             msg = _one_line(e)
-            if not self.read_only and _write_failed(msg):
-                self._broken = True
-                raise MemoryStoreError(f"{_BROKEN} ({msg})") from None
+            failed = None if self.read_only else self._write_failure(query, msg)
+            if failed is not None:
+                # Never used (or closed) again: both engines may abort the process then.
+                self._broken, self._in_tx = True, False
+                raise failed from None
+            if self.max_db_size is not None and _out_of_map(msg):
+                raise MemoryStoreError(
+                    f"the graph engine ran out of the address space it was given for {self.path} "
+                    f"({msg}): {limits.address_space_hint(self.path, self.max_db_size)}; "
+                    "everything committed before is kept"
+                ) from None
             raise QueryError(msg) from None
         finally:
             if self._watch is not None:
@@ -218,15 +265,83 @@ class GraphDB:
         return {r["name"] for r in self.execute(queries.get("catalog_tables").text)}
 
     def close(self) -> None:
+        """Checkpoint (a writer with a log to move), then close. A failed checkpoint is
+        raised, once the database is set aside (never closed: Kùzu crashes closing it)."""
+        failed = None
+        if not self.read_only and not self._broken:
+            self.rollback()  # a transaction an interrupt left open
+            wal, shadow = Path(f"{self.path}.wal"), Path(f"{self.path}.shadow")
+            if _size(wal) or shadow.exists():
+                try:
+                    self.execute(CHECKPOINT)
+                except GraphWriteError as e:
+                    failed = e
+                except (QueryError, MemoryStoreError):
+                    pass  # not a write that failed: the engine's close checkpoints again
         if self._watch is not None:
             self._watch.close()
         if self._broken:
             _abandon(self._conn, self._db)
-            return
-        try:
-            self._conn.close()
-        finally:
-            self._db.close()
+        else:
+            try:
+                self._conn.close()
+            finally:
+                self._db.close()
+        if failed is not None:
+            raise failed
+
+    def _write_failure(self, query: str, msg: str) -> GraphWriteError | None:
+        """The error for a statement during which the engine failed writing its files
+        (None: any other failure, a :class:`QueryError`).
+
+        LadybugDB says when only the checkpoint after a commit failed ("Transaction
+        committed successfully, but the post-commit checkpoint failed"); Kùzu fails the
+        COMMIT writing the database file itself, which only a checkpoint writes (the
+        transaction is in the log by then), or fails rolling that checkpoint back
+        ("Invalid transaction type to rollback"), after which its outcome is unknown.
+        """
+        low = msg.lower()
+        statement = " ".join(query.split()).rstrip(";").strip().upper()
+        files = [self.path, Path(f"{self.path}.wal"), Path(f"{self.path}.shadow")]
+        cause, fix = limits.write_cause(files, msg)
+        where = shell_word(self.path.parent)
+        repair = f"`kgagent memory check --repair --memory {where}`"
+        io = "io exception" in low
+        written = _written_file(msg)
+        checkpoint = (
+            "checkpoint failed" in low
+            or statement == CHECKPOINT.rstrip(";")
+            or (statement == "COMMIT" and io and written is not None and written.suffix != ".wal")
+        )
+        if checkpoint:
+            return GraphWriteError(
+                f"the graph engine could not checkpoint {self.path} ({cause}); everything "
+                f"committed is safe in its write-ahead log {files[1]}, which the next "
+                f"read-write open replays. This process does not write the memory again: "
+                f"{fix}, then run {repair}",
+                cause=cause,
+                fix=fix,
+                committed=True,
+            )
+        if "invalid transaction type to rollback" in low:
+            return GraphWriteError(
+                f"the graph engine failed finishing a commit to {self.path} ({cause}: {msg}); "
+                "the last transaction may not be committed, everything before it is kept. "
+                f"This process does not write the memory again: {fix}, then run {repair}",
+                cause=cause,
+                fix=fix,
+                committed=None,
+            )
+        if _write_failed(msg):
+            return GraphWriteError(
+                f"the graph engine could not write its files ({cause}); the step was not "
+                f"committed and this run stops. {fix[:1].upper()}{fix[1:]}, then run "
+                f"{repair} ({msg})",
+                cause=cause,
+                fix=fix,
+                committed=False,
+            )
+        return None
 
 
 def _rows(res: Any) -> Iterator[dict[str, Any]]:
@@ -246,8 +361,8 @@ def _rows(res: Any) -> Iterator[dict[str, Any]]:
 
 #: Why a database is no longer used after the engine failed to write its files.
 _BROKEN = (
-    "the graph engine could not write its files (is the disk full?); the step was not "
-    "committed and this run stops. Free some space, then run `kgagent memory check --repair`"
+    "the graph engine failed writing its files earlier in this process, which no longer "
+    "writes the memory; repair it once the cause is gone"
 )
 _ABANDONED: list[Any] = []
 
@@ -256,6 +371,25 @@ def _write_failed(msg: str) -> bool:
     """The engine failed writing its own files: it must not be used or closed again."""
     low = msg.lower()
     return "io exception" in low and ("cannot write" in low or "no space" in low)
+
+
+def _written_file(msg: str) -> Path | None:
+    """The file an engine's IO exception names (``path: …`` or ``file: …``), if any."""
+    m = re.search(r"\b(?:path|file):\s*(\S+)", msg, re.IGNORECASE)
+    return Path(m.group(1)) if m else None
+
+
+def _out_of_map(msg: str) -> bool:
+    """The engine ran out of the address space it mapped for the database or its pool."""
+    low = msg.lower()
+    return "buffer manager exception" in low or "mmap" in low
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return 0
 
 
 def _abandon(*objs: Any) -> None:
@@ -318,10 +452,23 @@ def _log_crash(graph: str, engine: str, _size: int, _mtime_ns: int) -> str | Non
         return f"signal {-proc.returncode}"
 
 
-def _open_error(path: Path, engine: str, msg: str) -> str:
+def _open_error(path: Path, engine: str, msg: str, max_db_size: int | None = None) -> str:
     """The one line for a database that does not open, with what to do about it."""
     low = msg.lower()
     where = path.parent
+    if limits.address_space_limit() is not None and _out_of_map(msg):
+        return (
+            f"cannot open the graph database at {path}: "
+            f"{limits.address_space_hint(path, max_db_size)} ({msg})"
+        )
+    limit = limits.limit_in_message(msg)
+    if limit is not None:
+        return f"cannot open the graph database at {path} ({msg}): {limit}"
+    if "checkpoint" in low and ("pending" in low or "recovery" in low):
+        return (
+            f"a checkpoint of {path} was left unfinished ({msg}); open the memory read-write "
+            f"once to finish it: `kgagent memory check --repair --memory {shell_word(where)}`"
+        )
     if "lock" in low:
         return _in_use(path, engine, msg)
     if "wal" in low and ("corrupt" in low or "past the end" in low or "checksum" in low):
@@ -337,11 +484,6 @@ def _open_error(path: Path, engine: str, msg: str) -> str:
             f"writer which did not close left beside it ({msg}): a damaged log does this; "
             f"`kgagent memory check --repair --memory {shell_word(where)}` keeps a copy of it and recovers "
             "what it can"
-        )
-    if "checkpoint" in low and ("pending" in low or "recovery" in low):
-        return (
-            f"a checkpoint of {path} was left unfinished ({msg}); open the memory read-write "
-            f"once to finish it: `kgagent memory check --repair --memory {shell_word(where)}`"
         )
     return f"cannot open the graph database at {path}: {msg}"
 

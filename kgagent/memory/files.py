@@ -17,6 +17,7 @@ import numpy as np
 from PIL import Image
 
 from kgagent.errors import MemoryStoreError
+from kgagent.memory.limits import process_limit
 
 MANIFEST = "manifest.json"
 FORMAT = "kgagent-memory"
@@ -52,6 +53,12 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
         raise
 
 
+class ProcessLimitError(MemoryStoreError):
+    """A file could not be read or written because this process reached a limit (open
+    files, memory, ``ulimit``): nothing is damaged, and a caller that would otherwise
+    take the file for missing or broken lets this through."""
+
+
 def read_manifest(directory: Path) -> dict[str, Any] | None:
     """The memory's manifest, checked field by field; None when there is none."""
     p = directory / MANIFEST
@@ -61,7 +68,15 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
         if p.stat().st_size > MAX_MANIFEST_BYTES:
             raise ValueError(f"larger than {MAX_MANIFEST_BYTES} bytes")
         data = json.loads(p.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, RecursionError) as e:
+    except OSError as e:
+        limit = process_limit(e)
+        if limit is not None:
+            raise ProcessLimitError(f"cannot read the manifest {p}: {limit}") from None
+        raise MemoryStoreError(
+            f"the manifest {p} cannot be read ({e.strerror or e}); check its permissions and "
+            "the disk, or restore it from backups/ or an export"
+        ) from None
+    except (ValueError, RecursionError) as e:
         raise MemoryStoreError(
             f"the manifest {p} is unreadable ({' '.join(str(e).split())}); restore it from a backup"
         ) from None

@@ -36,6 +36,7 @@ from kgagent.memory.files import (
     read_manifest,
     write_manifest,
 )
+from kgagent.memory.limits import process_limit
 from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory, writer_holder
 from kgagent.memory.vectors import VectorStore
 from kgagent.paths import shell_word
@@ -146,8 +147,9 @@ def _create_by_rename(path: Path, manifest: dict[str, Any]) -> HeldLock | None:
     try:
         work, owner = staging.make(path, "create")
     except OSError as e:
+        fix = process_limit(e) or "choose a writable directory"
         raise MemoryStoreError(
-            f"cannot create a memory at {path}: {e.strerror or e}; choose a writable directory"
+            f"cannot create a memory at {path}: {e.strerror or e}; {fix}"
         ) from None
     try:
         held = lock_memory(work)
@@ -177,9 +179,10 @@ def _probe_writable(path: Path) -> None:
             os.close(fd)
             os.unlink(probe)
         except OSError as e:
+            limit = process_limit(e)  # not the directory's fault: say which limit
+            fix = limit or "make it writable, or open it read-only"
             raise MemoryStoreError(
-                f"the memory at {path} cannot be written ({d}: {e.strerror or e}); "
-                "make it writable, or open it read-only"
+                f"the memory at {path} cannot be written ({d}: {e.strerror or e}); {fix}"
             ) from None
 
 

@@ -20,7 +20,6 @@ destination untouched, byte for byte.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,10 +30,12 @@ from typing import Any
 from kgagent.config import Config
 from kgagent.errors import MemoryStoreError
 from kgagent.memory import migrations, staging
+from kgagent.memory.archive_import import NothingImported
 from kgagent.memory.core import EncoderSpec
-from kgagent.memory.engine import engine_name
-from kgagent.memory.files import read_manifest
+from kgagent.memory.engine import GraphWriteError, engine_name
+from kgagent.memory.files import ProcessLimitError, read_manifest
 from kgagent.memory.lifecycle import NO_ENCODER_THRESHOLDS
+from kgagent.memory.limits import process_limit
 from kgagent.memory.lock import lock_memory
 from kgagent.memory.merge_place import (
     BUILT,
@@ -99,21 +100,37 @@ def merge_memories(
                 held.callback(writer.release)
             work = Path(tempfile.mkdtemp(prefix=work_prefix(dest), dir=dest.parent))
             try:
-                srcs = [read_source(p, i, work, dest, cfg, say) for i, p in enumerate(paths)]
+                try:
+                    srcs = [read_source(p, i, work, dest, cfg, say) for i, p in enumerate(paths)]
+                except NothingImported as e:  # an archive source, staged beside dest
+                    raise MergeError(f"the merge changed nothing at {dest}: {e.reason}") from None
                 spec = _common_encoder(srcs, manifest, dest)
                 built = work / BUILT
                 if replacing:
                     say(f"copying {dest}")
                     copy_memory(dest, built, guard)
-                summary = _build(built, srcs, spec, cfg, say)
+                try:
+                    summary = _build(built, srcs, spec, cfg, say)
+                    if not (replacing and not summary["changed"]):
+                        _check_built(built, cfg)
+                except GraphWriteError as e:
+                    raise MergeError(
+                        f"the merge changed nothing at {dest}: the graph engine could not "
+                        f"write the merged copy beside it ({e.cause}); {e.fix}, then run the "
+                        "command again"
+                    ) from None
+                except OSError as e:
+                    limit = process_limit(e)
+                    if limit is None:
+                        raise
+                    raise MergeError(f"the merge changed nothing at {dest}: {limit}") from None
                 if replacing and not summary["changed"]:
                     say(f"nothing new to merge; {dest} is unchanged")
                 else:
-                    _check_built(built, cfg)
                     say(f"putting the merged memory in place at {dest}")
                     place(built, dest, replacing, work)
             finally:
-                shutil.rmtree(work, ignore_errors=True)
+                staging.remove(work)
     summary.update(
         {
             "memory": str(dest),
@@ -134,6 +151,8 @@ def _check_destination(dest: Path, cfg: Config) -> dict[str, Any] | None:
         return None
     try:
         manifest = read_manifest(dest)
+    except ProcessLimitError:
+        raise
     except MemoryStoreError:
         manifest = None
     if manifest is None:

@@ -144,6 +144,33 @@ def recover(target: Path) -> list[str]:
     return done
 
 
+def remove(work: Path) -> None:
+    """Remove a staging directory after a failure the caller handled (or a success).
+
+    ``shutil.rmtree`` holds a descriptor per level of the tree, which a process at its
+    limit of open files (``ulimit -n``: what may have made the work fail) does not have:
+    it leaves the directory behind. What it leaves is removed bottom-up, one directory
+    open at a time (``os.walk`` closes each before it descends). Whatever still remains
+    goes with the next open or import of the memory (:func:`recover`), or for a merge's
+    work directory the next merge into it or ``memory check --repair``."""
+    shutil.rmtree(work, ignore_errors=True)
+    if not os.path.lexists(work):
+        return
+    try:
+        for root, dirs, files in os.walk(work, topdown=False):
+            for name in files:
+                os.unlink(os.path.join(root, name))
+            for name in dirs:
+                sub = os.path.join(root, name)
+                if os.path.islink(sub):  # a link to a directory: the link, not its target
+                    os.unlink(sub)
+                else:
+                    os.rmdir(sub)
+        os.rmdir(work)
+    except OSError:
+        pass
+
+
 def link_or_copy(src: str | Path, dst: str | Path) -> None:
     """A hard link of the file ``src`` at ``dst``, else (another file system, no links) a copy.
 
