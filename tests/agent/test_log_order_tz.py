@@ -24,7 +24,7 @@ from kgagent.view.logs import RunLogs
 
 from .toy import ToyEnv, toy_runner
 
-#: The tester's order: the last run, in UTC, is named before the two before it.
+#: Runs made in this order: by their local-time names the last, in UTC, comes before the two before it.
 ZONES = ("UTC", "Pacific/Kiritimati", "UTC-14", "UTC")
 
 

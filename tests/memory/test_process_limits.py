@@ -103,7 +103,7 @@ def test_a_checkpoint_that_fails_at_close_is_one_line_and_the_log_keeps_everythi
 
 
 def test_play_whose_last_checkpoint_fails_exits_1_with_one_line(tmp_path: Path) -> None:
-    """The tester's run (`play` filling the disk with the reserve off), with ``ulimit -f``
+    """A run that fills the disk with the reserve off (`play`), with ``ulimit -f``
     in place of the full disk: exit 1 and an `error:` line naming the limit and the repair."""
     mem = tmp_path / "m"
     play = [sys.executable, "-m", "kgagent.cli.main", "play", "--env", "civgame"]
