@@ -13,8 +13,3 @@ COMMIT;
 
 // name: tx_rollback
 ROLLBACK;
-
-// name: tx_checkpoint
-// Moves the write-ahead log into the database file; a writer issues it before closing
-// (the engines' own close swallows a failed checkpoint).
-CHECKPOINT;

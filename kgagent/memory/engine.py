@@ -38,6 +38,9 @@ from kgagent.memory.diskspace import SpaceGuard, Watchdog
 from kgagent.paths import shell_word
 
 ENGINES = ("ladybug", "kuzu")
+#: Moves the write-ahead log into the database file. Issued by :meth:`GraphDB.close`
+#: before the engine's own close, which would swallow its failure.
+CHECKPOINT = "CHECKPOINT;"
 
 
 class GraphWriteError(MemoryStoreError):
@@ -270,7 +273,7 @@ class GraphDB:
             wal, shadow = Path(f"{self.path}.wal"), Path(f"{self.path}.shadow")
             if _size(wal) or shadow.exists():
                 try:
-                    self.execute(queries.get("tx_checkpoint").text)
+                    self.execute(CHECKPOINT)
                 except GraphWriteError as e:
                     failed = e
                 except (QueryError, MemoryStoreError):
@@ -307,7 +310,7 @@ class GraphDB:
         written = _written_file(msg)
         checkpoint = (
             "checkpoint failed" in low
-            or statement == "CHECKPOINT"
+            or statement == CHECKPOINT.rstrip(";")
             or (statement == "COMMIT" and io and written is not None and written.suffix != ".wal")
         )
         if checkpoint:
