@@ -39,7 +39,9 @@ from kgagent.paths import shell_word
 
 ENGINES = ("ladybug", "kuzu")
 #: Moves the write-ahead log into the database file. Issued by :meth:`GraphDB.close`
-#: before the engine's own close, which would swallow its failure.
+#: before the engine's own close, which would swallow its failure. Not a named query:
+#: those touch no file but the bulk loads (tests/memory/test_guard.py), and the guard
+#: counts CHECKPOINT as a statement on the database's files.
 CHECKPOINT = "CHECKPOINT;"
 
 
