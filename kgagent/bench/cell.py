@@ -13,7 +13,7 @@ A cell is *finished* when ``cell.json`` exists and records the digest of the
 cell as the grid now specifies it (:func:`finished`); anything else in the folder
 is a cell that did not finish, and running it again starts it afresh (its rounds
 resume one memory, so a half-played cell cannot be continued). A run stopped by
-Ctrl-C or SIGTERM is not a finished round: the cell is *interrupted* (``error.txt``'s
+Ctrl-C, SIGTERM or SIGHUP is not a finished round: the cell is *interrupted* (``error.txt``'s
 first line says ``interrupted: …``) and will be run again.
 """
 
@@ -145,7 +145,7 @@ def run_cell(cell_data: dict[str, Any], cell_dir: str | Path) -> dict[str, Any]:
 def _failure(e: BaseException) -> tuple[str, str]:
     """(status, error line) of a cell that raised ``e``."""
     if isinstance(e, KeyboardInterrupt):
-        e = CellInterrupted("stopped by Ctrl-C or SIGTERM")
+        e = CellInterrupted("stopped by Ctrl-C, SIGTERM or SIGHUP")
     if isinstance(e, CellInterrupted):
         return "interrupted", INTERRUPTED + " ".join(str(e).split())
     return "failed", error_line(e)

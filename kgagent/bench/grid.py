@@ -7,7 +7,7 @@ longest first (rounds × steps), on local worker processes or as Ray tasks; a fa
 cell is recorded and the grid goes on; with ``merge`` each group's memories are
 merged; and the results folder is written from every finished cell, those run
 before included (with ``export``, also a copy without cells or plots, to commit).
-Ctrl-C or SIGTERM stops the grid after the running cells' current steps (a second one
+Ctrl-C, SIGTERM or SIGHUP stops the grid after the running cells' current steps (a second one
 ends them now); what finished is kept and written, and the next run resumes.
 """
 
@@ -312,7 +312,7 @@ def _run_cells(
     )
     outcomes: list[dict[str, Any]] = []
     try:
-        with _sigterm_interrupts():
+        with _stop_signals_interrupt():
             if opts.ray:
                 from kgagent.bench.ray_exec import run_ray
 
@@ -386,21 +386,28 @@ def _finished_since(todo: list[tuple[Cell, Path]], t0: float) -> int:
 
 
 @contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """While cells run: SIGTERM interrupts as Ctrl-C does. The first lets the running cells
-    finish their step; a second ends them now (:mod:`kgagent.bench.local`)."""
+def _stop_signals_interrupt() -> Iterator[None]:
+    """While cells run: SIGTERM and SIGHUP (the terminal closed) interrupt as Ctrl-C does.
+    The first lets the running cells finish their step; a second ends them now
+    (:mod:`kgagent.bench.local`). A SIGHUP ignored when the command began (``nohup``)
+    stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def on_term(signum: int, frame: Any) -> None:
+    def on_stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    old = signal.signal(signal.SIGTERM, on_term)
+    old = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if sig == signal.SIGHUP and signal.getsignal(sig) is signal.SIG_IGN:
+            continue
+        old[sig] = signal.signal(sig, on_stop)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
+        for sig, handler in old.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 def _cell_row(cell: Cell, status: str, error: str, duration: float | None) -> dict[str, Any]:

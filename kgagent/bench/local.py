@@ -5,15 +5,16 @@ Workers are spawned (not forked), so a cell starts from a clean interpreter as
 on the bar is exact. A worker that dies (killed, out of memory) fails its cell
 with one line and the pool is started again for the cells that remain.
 
-Stopping. Ctrl-C or SIGTERM to ``kgagent bench`` reaches the parent as
-KeyboardInterrupt (:func:`kgagent.bench.grid.run_grid` turns SIGTERM into one); the
+Stopping. Ctrl-C, SIGTERM or SIGHUP to ``kgagent bench`` reaches the parent as
+KeyboardInterrupt (:func:`kgagent.bench.grid.run_grid` turns SIGTERM and SIGHUP into one); the
 parent sends SIGTERM to its workers, each running cell finishes its current step and
 records itself as interrupted (it will run again), and the parent writes the results of
 the cells that finished. A second Ctrl-C or SIGTERM ends the running cells now, for a
 step that never ends: the workers get SIGINT (the runner abandons the step, writes its
 summary and closes the memory), and those still running :data:`ABORT_GRACE_S` later are
 killed, their cells recorded as interrupted by the parent. A worker takes SIGTERM (and
-Ctrl-C) as one interruption of the cell it runs, or ignores it between cells. A worker
+Ctrl-C, and the SIGHUP of a closed terminal) as one interruption of the cell it runs, or
+ignores it between cells. A worker
 whose parent dies without that (SIGKILL) sends itself SIGTERM within a second: stopping
 ``kgagent bench`` stops its cells, instead of leaving them to run to their end unseen.
 """
@@ -221,7 +222,7 @@ def _on_signal(signum: int, frame: Any) -> None:
 def _follow_parent(parent: int) -> None:
     """In a worker: take stop signals as interruptions of the cell, and end this process
     soon after ``parent`` is gone (re-parented)."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) is not signal.SIG_IGN:  # as ignored as the parent's, if so
             signal.signal(sig, _on_signal)
 

@@ -193,7 +193,7 @@ def test_a_cell_stopped_by_a_signal_is_interrupted(tmp_path: Path, monkeypatch) 
     cell = load_grid(spec).cells[0]
     outcome = run_cell(cell.to_dict(), tmp_path / "cell")
     assert outcome["status"] == "interrupted"
-    assert outcome["error"] == "interrupted: stopped by Ctrl-C or SIGTERM"
+    assert outcome["error"] == "interrupted: stopped by Ctrl-C, SIGTERM or SIGHUP"
     assert unfinished_state(tmp_path / "cell") == ("interrupted", outcome["error"])
     assert not (tmp_path / "cell" / "cell.json").exists()
 

@@ -1,5 +1,5 @@
 """SIGTERM to `kgagent bench` (what `kill`, `timeout` and job schedulers send) stops it as
-Ctrl-C does: locally the running cells finish their step and are recorded as
+Ctrl-C does, and so does SIGHUP (the terminal closed): locally the running cells finish their step and are recorded as
 interrupted, on Ray the tasks are cancelled; the results folder is written and the
 workers are gone. A second SIGTERM ends cells whose step never ends."""
 
@@ -75,8 +75,9 @@ def _stop_when(
     grid: str = GRID,
     env: dict[str, str] | None = None,
     again_after: float | None = None,
+    sig: int = signal.SIGTERM,
 ) -> tuple[subprocess.Popen[str], list[int], str]:
-    """Start `kgagent bench` on ``grid``, SIGTERM it once ``started(out)``; with
+    """Start `kgagent bench` on ``grid``, send it ``sig`` once ``started(out)``; with
     ``again_after``, again that many seconds later (it must still be running)."""
     spec = out.parent / "grid.toml"
     spec.write_text(grid)
@@ -96,11 +97,11 @@ def _stop_when(
             time.sleep(0.2)
         assert proc.poll() is None, proc.communicate()[1]
         workers = _workers(proc.pid)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         if again_after is not None:
             time.sleep(again_after)
-            assert proc.poll() is None, "the first SIGTERM ended steps that never end"
-            proc.send_signal(signal.SIGTERM)
+            assert proc.poll() is None, "the first signal ended steps that never end"
+            proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -127,9 +128,10 @@ def test_the_progress_bar_counts_an_interrupted_cell_as_not_done(capsys) -> None
     assert "100%" not in last
 
 
-def test_sigterm_stops_the_grid_and_writes_its_results(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_stops_the_grid_and_writes_its_results(tmp_path: Path, sig: int) -> None:
     out = tmp_path / "results"
-    proc, workers, err = _stop_when(_two_logs_with_steps, out, "--jobs", "2")
+    proc, workers, err = _stop_when(_two_logs_with_steps, out, "--jobs", "2", sig=sig)
     assert proc.returncode != 0
     assert "stopping: 2 running cell(s) finish their current step" in err
     last = err.strip().splitlines()[-1]
@@ -239,7 +241,10 @@ def test_a_second_sigterm_ends_steps_that_never_end(tmp_path: Path) -> None:
     assert err.strip().splitlines()[-1].startswith("error: interrupted: 0 cell(s) finished"), err
     rows = {r["env"]: r for r in _cells(out)}
     assert [r["status"] for r in rows.values()] == ["interrupted", "interrupted"]
-    assert rows["gym:hanggames:Sleep-v0"]["error"] == "interrupted: stopped by Ctrl-C or SIGTERM"
+    assert (
+        rows["gym:hanggames:Sleep-v0"]["error"]
+        == "interrupted: stopped by Ctrl-C, SIGTERM or SIGHUP"
+    )
     assert rows["gym:hanggames:Stuck-v0"]["error"].startswith(
         "interrupted: killed after a second stop signal"
     )
