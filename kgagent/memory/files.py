@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 
 from kgagent.errors import MemoryStoreError
-from kgagent.memory.limits import process_limit
+from kgagent.memory.limits import ProcessLimitError, process_limit
 
 MANIFEST = "manifest.json"
 FORMAT = "kgagent-memory"
@@ -51,12 +51,6 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-class ProcessLimitError(MemoryStoreError):
-    """A file could not be read or written because this process reached a limit (open
-    files, memory, ``ulimit``): nothing is damaged, and a caller that would otherwise
-    take the file for missing or broken lets this through."""
 
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:

@@ -36,7 +36,7 @@ from kgagent.memory.files import (
     read_manifest,
     write_manifest,
 )
-from kgagent.memory.limits import process_limit
+from kgagent.memory.limits import ensure_open_files, process_limit
 from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory, writer_holder
 from kgagent.memory.vectors import VectorStore
 from kgagent.paths import shell_word
@@ -222,6 +222,7 @@ class Lifecycle(MemoryCore):
         self.read_only = read_only
         self._db = None
         self._lock = None
+        ensure_open_files(writing=not read_only)  # before anything is opened or written
         if path.exists() and not path.is_dir():
             raise MemoryStoreError(
                 f"{path} is a file, not a memory directory; give a directory with --memory"

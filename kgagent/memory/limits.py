@@ -24,6 +24,8 @@ import os
 import resource
 from pathlib import Path
 
+from kgagent.errors import MemoryStoreError
+
 #: The engines' own default (8 TiB): what a process without an address-space limit maps.
 ENGINE_DEFAULT_DB_BYTES = 1 << 43
 #: Below this both engines reserve as much for their buffer pool anyway (measured: the
@@ -47,6 +49,12 @@ LIMITED_THREADS = 2
 #: step's images: `kgagent play --env civgame` maps about 3.2 GiB beside the engine; at
 #: 1 GiB for the engine under `ulimit -v 4000000` LanceDB hung starting a thread).
 ENGINE_SHARE = 0.25
+
+
+class ProcessLimitError(MemoryStoreError):
+    """A file could not be read or written because this process reached a limit (open
+    files, memory, ``ulimit``): nothing is damaged, and a caller that would otherwise
+    take the file for missing or broken lets this through."""
 
 
 def _limit(which: int) -> int | None:
@@ -171,6 +179,48 @@ def limit_in_message(msg: str) -> str | None:
         if os.strerror(code).lower() in low or f"os error {code})" in low:
             return _LIMITS[code]()
     return None
+
+
+#: Files a process with a memory open for writing may need open at once, at least. Measured
+#: with `kgagent play --steps 3` on a small memory (LadybugDB 0.22.0, LanceDB 0.x): it fails
+#: at `ulimit -n` 26 or lower (LanceDB's compaction at close; below 13 LanceDB cannot even
+#: start its runtime, and the graph engine's close is cut short), and works at 28; twice that
+#: leaves room for a grown memory's files.
+MIN_OPEN_FILES = 64
+#: The soft limit of open files is raised to this (never above the hard limit) when it is
+#: below :data:`MIN_OPEN_FILES`: no higher, so descriptors stay within ``select()``'s 1024.
+RAISED_OPEN_FILES = 1024
+
+
+def ensure_open_files(writing: bool) -> None:
+    """Make room for the files a memory holds open, before the memory is touched.
+
+    A soft limit of open files (``ulimit -n``) below :data:`MIN_OPEN_FILES` is raised
+    toward :data:`RAISED_OPEN_FILES`, as far as the hard limit lets this process (a soft
+    limit is the process's own to raise). A writer that still has less is refused with
+    one line: a writer that runs out of descriptors part-way through opening leaves a
+    checkpoint unfinished, which every reader then refuses until a writer opens it again.
+    """
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return
+    if soft == resource.RLIM_INFINITY or soft >= MIN_OPEN_FILES:
+        return
+    target = RAISED_OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, RAISED_OPEN_FILES)
+    if target > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (OSError, ValueError):
+            pass
+    if writing and soft < MIN_OPEN_FILES:
+        raise ProcessLimitError(
+            f"this process may hold only {soft} files open (`ulimit -n` {soft}, hard limit "
+            f"{hard}); writing a memory needs at least {MIN_OPEN_FILES}: raise both limits "
+            "(`ulimit -n 4096` as root, or the container's nofile limit) and run the command "
+            "again, nothing was touched"
+        )
 
 
 def _open_files() -> str:

@@ -43,6 +43,7 @@ from kgagent.config import MemoryConfig
 from kgagent.errors import MemoryStoreError
 from kgagent.memory.exact_index import ExactIndex
 from kgagent.memory.journal import VectorJournal
+from kgagent.memory.limits import limit_in_message
 
 _T = TypeVar("_T")
 
@@ -67,15 +68,28 @@ _KEEP_ALL = timedelta(days=36500)
 _RUST_PLACE = re.compile(r",?\s*\S+\.rs:\d+:\d+")
 
 
+def _rust_panic(e: BaseException) -> bool:
+    """Whether ``e`` is a Rust library's panic as pyo3 raises it (``PanicException``, a
+    ``BaseException`` that no module exports): LanceDB panics where it cannot get a file
+    descriptor (a socket for its runtime under a low ``ulimit -n``)."""
+    return type(e).__name__ == "PanicException"
+
+
 @contextmanager
 def _lance(what: str, directory: Path) -> Iterator[None]:
-    """LanceDB's errors (a full disk, a damaged table) as one line."""
+    """LanceDB's errors (a full disk, a damaged table, a process limit reached, a panic) as
+    one line, with what to do where the cause is a limit of this process or the disk."""
     try:
         yield
-    except (RuntimeError, OSError, ValueError) as e:
+    except BaseException as e:
+        if not isinstance(e, (RuntimeError, OSError, ValueError)) and not _rust_panic(e):
+            raise
         msg = _RUST_PLACE.sub("", " ".join(str(e).split()))[:300] or e.__class__.__name__
-        if "no space left" in msg.lower():
-            msg += "; free some space on that disk and run again"
+        hint = limit_in_message(msg)
+        if hint is None and "no space left" in msg.lower():
+            hint = "free some space on that disk and run again"
+        if hint is not None:
+            msg += f"; {hint}"
         raise MemoryStoreError(f"LanceDB could not {what} at {directory}: {msg}") from None
 
 

@@ -423,3 +423,66 @@ def test_a_staging_folder_goes_even_when_rmtree_cannot(
     staging.remove(work)
     assert not os.path.lexists(work)
     assert (tmp_path / "elsewhere" / "kept").read_bytes() == b"k"  # a link's target stays
+
+
+FEW_FILES = """
+    import resource, sys
+    from pathlib import Path
+    from kgagent.config import Config
+    from kgagent.errors import MemoryStoreError
+    from kgagent.memory import Memory
+    soft, hard = int(sys.argv[2]), int(sys.argv[3])
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    try:
+        m = Memory.open(Path(sys.argv[1]), Config())
+    except MemoryStoreError as e:
+        print(type(e).__name__, e)
+    else:
+        m.close()
+        print("opened", resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+"""
+
+
+def test_a_writer_under_too_few_files_is_refused_before_it_touches_the_memory(
+    populated: Populated,
+) -> None:
+    """`ulimit -n 12; kgagent play` failed opening LanceDB after the graph engine had opened
+    the memory, whose close was then cut short: every reader refused the memory ("a
+    checkpoint … was left unfinished") until a writer opened it again."""
+    before = tree_hash(populated.path)
+    res = run_child(FEW_FILES, populated.path, 12, 12)
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = res.stdout.strip()
+    assert out.startswith("ProcessLimitError this process may hold only 12 files open"), out
+    assert f"at least {limits.MIN_OPEN_FILES}" in out and "`ulimit -n" in out, out
+    assert tree_hash(populated.path) == before
+    assert not list(populated.path.glob("graph.db.*"))  # no log, no shadow page file
+    Memory.open(populated.path, Config(), read_only=True).close()  # a reader opens it
+
+
+def test_a_low_soft_limit_of_open_files_is_raised_up_to_the_hard_one(
+    populated: Populated,
+) -> None:
+    res = run_child(FEW_FILES, populated.path, 12, 4096)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == f"opened {limits.RAISED_OPEN_FILES}", res.stdout
+
+
+def test_a_rust_panic_in_lancedb_is_one_line_that_names_the_limit() -> None:
+    """LanceDB panics (pyo3's PanicException, a BaseException) where it cannot create its
+    runtime's socket under a low `ulimit -n`: that was a traceback."""
+    from kgagent.memory import vectors
+
+    class PanicException(BaseException):  # pyo3's, which no module exports
+        pass
+
+    said = 'failed to create UnixStream: Os { code: 24, message: "Too many open files" }'
+    with pytest.raises(MemoryStoreError) as info:
+        with vectors._lance("open the vectors", Path("/m/vectors")):
+            raise PanicException(said)
+    msg = str(info.value)
+    assert msg.startswith("LanceDB could not open the vectors at /m/vectors: failed to create")
+    assert "`ulimit -n" in msg and "nothing is damaged" in msg, msg
+    with pytest.raises(KeyboardInterrupt):  # what stops a command still stops it
+        with vectors._lance("open the vectors", Path("/m/vectors")):
+            raise KeyboardInterrupt
