@@ -14,7 +14,6 @@ import json
 import os
 import re
 import tarfile
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ from kgagent.memory.archive_format import (
     vector_schema,
 )
 from kgagent.memory.engine import GraphDB
-from kgagent.memory.files import MANIFEST
+from kgagent.memory.files import MANIFEST, temp_file
 from kgagent.memory.lifecycle import VECTORS
 from kgagent.memory.store import Memory
 from kgagent.memory.user_tables import is_kgagent_table, table_queries
@@ -80,7 +79,7 @@ def export_memory(
         out.parent.mkdir(parents=True, exist_ok=True)
         for stale in staging.stale_temp_files(out.parent, f".{out.name}."):
             stale.unlink(missing_ok=True)  # left by a killed export
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        fd, tmp = temp_file(out)
     except OSError as e:
         raise ArchiveError(
             f"cannot write {out} ({e.strerror or e}); choose a writable place"

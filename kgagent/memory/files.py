@@ -32,6 +32,37 @@ HASH_CHUNK = 1 << 20
 _MEMORY_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_.:-]{0,127}")
 
 
+def umask() -> int:
+    """This process's umask, read without changing it (``/proc/self/status``, Linux 4.7
+    and later); else by setting it and back, which another thread could see between."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def temp_file(path: Path) -> tuple[int, str]:
+    """A temporary file beside ``path`` (descriptor, name), to be renamed onto it, with
+    the permissions a file created there would have (``0o666`` less the umask), as the
+    graph engine's, the step logs' and the journal's have: ``mkstemp`` makes it 0600, so
+    a memory's manifest and blobs and an export were private while the rest followed
+    the umask."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~umask())
+    except BaseException:
+        os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return fd, tmp
+
+
 def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
     """Write-then-rename: a reader sees the old file or the new one, never half.
 
@@ -40,7 +71,7 @@ def atomic_write(path: Path, data: bytes, *, sync: bool = True) -> None:
     vector journal and LanceDB's own appends do.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = temp_file(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
