@@ -32,6 +32,15 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     "network is yours.",
 )
 @click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests for host NAME (a name a proxy forwards; repeatable). "
+    "Otherwise only the loopback names, the --host address and, bound to another "
+    "address, this machine's names are answered (a guard against DNS rebinding).",
+)
+@click.option(
     "--refresh",
     "refresh_s",
     type=click.FloatRange(min=0.1),
@@ -39,7 +48,14 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     show_default=True,
     help="Seconds between rereads of the memory while it changes.",
 )
-def view_cmd(memory: Path, config: Config, port: int, host: str, refresh_s: float) -> None:
+def view_cmd(
+    memory: Path,
+    config: Config,
+    port: int,
+    host: str,
+    allow_hosts: tuple[str, ...],
+    refresh_s: float,
+) -> None:
     """Browse the memory in a web browser: SA-KG, library, live run, rounds.
 
     Read-only: it works beside a running `kgagent play` on the same memory
@@ -51,7 +67,7 @@ def view_cmd(memory: Path, config: Config, port: int, host: str, refresh_s: floa
         raise ConfigError(
             f"kgagent view needs Dash ({e.name or e} is missing): pip install dash dash-cytoscape"
         ) from None
-    app = create_app(memory, config, refresh_s=refresh_s)
+    app = create_app(memory, config, refresh_s=refresh_s, host=host, allow_hosts=allow_hosts)
     server = listen(app, host, port)
     if host not in LOOPBACK:
         click.echo(

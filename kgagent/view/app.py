@@ -14,11 +14,16 @@ Routes besides Dash's own (each reads; none takes a path from the request):
 * ``/frame/<log>/<step>.png`` — the live picture: screen + the step's actions;
 * ``/download/<name>.csv`` — the numbers behind the rounds table and figures, and the
   library's tables (every row, filtered and sorted as the query string says).
+
+Every route, Dash's own included, answers only requests for a host it serves
+(loopback, ``--host``, ``--allow-host``): the rest get HTTP 400, a guard against
+DNS rebinding (:mod:`kgagent.view.hosts`).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,12 +52,24 @@ class ViewContext:
         return self.source.path
 
 
-def create_app(memory: str | Path, config: Config | None = None, *, refresh_s: float = 1.0) -> Any:
-    """The Dash app for ``memory`` (not started; ``app.run`` or :func:`serve` starts it)."""
+def create_app(
+    memory: str | Path,
+    config: Config | None = None,
+    *,
+    refresh_s: float = 1.0,
+    host: str = "127.0.0.1",
+    allow_hosts: Iterable[str] = (),
+) -> Any:
+    """The Dash app for ``memory`` (not started; ``app.run`` or :func:`serve` starts it).
+
+    It answers only requests whose ``Host`` is a name it serves: the loopback names,
+    ``host`` (the address it will be bound to) and ``allow_hosts``; see
+    :mod:`kgagent.view.hosts`.
+    """
     import dash
     import dash_cytoscape as cyto
 
-    from kgagent.view import pages, shell
+    from kgagent.view import hosts, pages, shell
 
     path = Path(memory).expanduser().resolve()
     if not (path / "manifest.json").is_file():
@@ -76,6 +93,8 @@ def create_app(memory: str | Path, config: Config | None = None, *, refresh_s: f
     shell.register(app, ctx)
     pages.register(app, ctx)
     _routes(app.server, ctx)
+    # outermost, so that every route (Dash's own, its assets, 404s) is behind it
+    app.server.wsgi_app = hosts.guard(app.server.wsgi_app, hosts.HostPolicy(host, allow_hosts))
     return app
 
 
@@ -304,9 +323,11 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8050,
     refresh_s: float = 1.0,
+    allow_hosts: Iterable[str] = (),
 ) -> None:
     """Build the app and serve it until interrupted (a threaded WSGI server)."""
-    server = listen(create_app(memory, config, refresh_s=refresh_s), host, port)
+    app = create_app(memory, config, refresh_s=refresh_s, host=host, allow_hosts=allow_hosts)
+    server = listen(app, host, port)
     try:
         server.serve_forever()
     finally:
