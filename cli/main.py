@@ -15,8 +15,11 @@ still stops it is an error, exit 1.
 Ctrl-C, SIGTERM (``kill``, ``timeout``, a job scheduler) and SIGHUP (the terminal closed)
 stop a command the same way: the exception unwinds through its ``finally`` blocks, so an
 export, import or merge removes its temporaries and leaves its destination as it was; one
-line, and the shell's code for the signal (130, 143, 129). ``play`` and ``bench`` take
-SIGTERM and SIGHUP their own way (they finish the step under way): see :data:`OWN_STOP`.
+line, and the shell's code for the signal (130, 143, 129). While ``play`` runs its steps
+and ``bench`` its cells they take SIGTERM and SIGHUP their own way (they finish the step
+under way: kgagent/agent/runner.py's ``_StopFlag``, kgagent/bench/grid.py); before and
+after, as every command does (a ``play`` stopped while it opens the memory or starts its
+program closes both, and removes a memory it had just created).
 """
 
 from __future__ import annotations
@@ -80,12 +83,6 @@ def _quiet_exit() -> None:
     except (AttributeError, OSError, ValueError):
         pass
     sys.exit(0)
-
-
-#: Commands that take SIGTERM and SIGHUP their own way: ``play`` finishes its step and writes
-#: its step log's summary (kgagent/agent/runner.py, ``_StopFlag``); ``bench`` lets its
-#: running cells finish theirs (kgagent/bench/grid.py).
-OWN_STOP = ("play", "bench")
 
 
 class StopSignal(KeyboardInterrupt):
@@ -243,7 +240,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     stop = ctx.obj.get("stop_signals")
-    if stop is not None and ctx.invoked_subcommand not in OWN_STOP:
+    if stop is not None:  # `play` and `bench` put their own in place while they run
         stop.install()
 
 
