@@ -29,12 +29,19 @@ import numpy as np
 from kgagent.actions import KEY_KINDS, Operation, text_entry
 from kgagent.brain.base import View
 from kgagent.config import Config
-from kgagent.errors import KGAgentError
+from kgagent.errors import EncoderMismatchError, KGAgentError
 from kgagent.perception.base import Segment, Segmenter, StateEncoder
 from kgagent.perception.change import to_gray, visual_change
 from kgagent.perception.echo import Fields, echo
 from kgagent.perception.grounding import TextGround
-from kgagent.perception.reader import LineCache, NoReader, TextReader, make_reader
+from kgagent.perception.reader import (
+    LineCache,
+    NoReader,
+    TextReader,
+    check_reader,
+    make_reader,
+    read_checked,
+)
 from kgagent.records import StateHit, UIObject, control_key, label_key, names_control
 
 from .episode import Episode
@@ -111,7 +118,7 @@ class Observer:
         self.encoder = encoder
         self.segmenter = segmenter
         self.episode = episode
-        self.reader = (
+        self.reader = check_reader(
             reader if reader is not None else make_reader(cfg.perception, log=_logger.info)
         )
         self.reads = not isinstance(self.reader, NoReader)
@@ -173,7 +180,7 @@ class Observer:
         ):
             last.new_screen = False  # the very same screen: not new
             return StateHit(last.hit.id, False, last.hit.cosine, last.hit.visits), last.feature
-        feat = np.asarray(self.encoder.encode([image])[0], dtype=np.float32)
+        feat = self._encode(image)
         hit = self.mem.merge_or_create_state(
             feat,
             thumbnail=self._thumbnail(image),
@@ -181,6 +188,21 @@ class Observer:
         )
         self._last = _Merged(image, hit, feat, self.episode.screens.register(hit.id, image))
         return hit, feat
+
+    def _encode(self, image: np.ndarray) -> np.ndarray:
+        """``image``'s feature ``x_i``. An encoder (one's own) whose feature is not one row
+        of the ``dim`` it declares is told so here, by its identity: the memory, sized by
+        that ``dim``, could only say that the feature does not fit it."""
+        out = np.asarray(self.encoder.encode([image]))
+        dim = self.encoder.dim
+        if out.ndim == 2 and out.shape == (1, dim):
+            return out[0].astype(np.float32, copy=False)
+        got = f"{out.shape[1]} values" if out.ndim == 2 and len(out) == 1 else f"{out.shape}"
+        name = getattr(self.encoder, "identity", type(self.encoder).__name__)
+        raise EncoderMismatchError(
+            f"encoder {name!r} returned {got} for one screen but declares dim {dim}: "
+            "encode(images) returns an (n, dim) array, one row per image"
+        )
 
     @property
     def last_screen_new(self) -> bool:
@@ -295,7 +317,7 @@ class Observer:
                 todo.append(i)
         if todo:
             t0 = time.perf_counter()
-            readings = self.reader.read([segs[i].crop for i in todo])
+            readings = read_checked(self.reader, [segs[i].crop for i in todo])
             for i, r in zip(todo, readings, strict=True):
                 labels[i] = r.text
             if image is not None and self.cfg.perception.reader_whole_lines:
@@ -326,7 +348,7 @@ class Observer:
                 crops.append(np.ascontiguousarray(image[y : y + h, x : x + w, :3]))
         if not crops:
             return
-        for i, r in zip(pieces, self.reader.read(crops), strict=True):
+        for i, r in zip(pieces, read_checked(self.reader, crops), strict=True):
             if r.text and label_key(labels[i]) in label_key(r.text):
                 labels[i] = r.text
 
@@ -394,7 +416,7 @@ class Observer:
             self.fields,
             threshold=self.cfg.perception.change_threshold,
             around=self._lines.around,
-            read=lambda crops: [r.text for r in self.reader.read(list(crops))],
+            read=lambda crops: [r.text for r in read_checked(self.reader, list(crops))],
         )
         self.reading_s += time.perf_counter() - t0
         self._echo = ((before, after, ops), found)

@@ -5,17 +5,24 @@ person at the screen would not have: no reward, no info, no ground truth. It als
 keeps the agent's shortest memory of cause and effect, the last action that changed
 the screen (:attr:`Screen.last_reaction`), which augmentation reads to look first
 where the program reacted.
+
+It is also where an environment of one's own meets the agent, so what such an
+environment gets wrong is said here in one line naming it (an
+:class:`~kgagent.errors.EnvironmentError_`), not by a failure deep in the loop: a screen
+that is no RGB ``uint8`` array, a first screen of another size than ``Env.size``, a
+``step()`` that returns other than five values, an exception of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from kgagent.actions import Action
 from kgagent.envs.base import Env
-from kgagent.errors import EnvironmentError_
+from kgagent.errors import EnvironmentError_, KGAgentError
 from kgagent.perception.change import visual_change
 
 from .timing import PartTimes
@@ -45,6 +52,41 @@ def rgb(frame: object, env: Env) -> np.ndarray:
     )
 
 
+#: What ``Env.step`` returns, as the one-line errors name it.
+STEP_RETURNS = "(obs, reward, terminated, truncated, info)"
+
+
+def call_env(env: Env, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, a call into an environment; what its own code raises is one line
+    naming the environment, the call and the exception (``--debug`` shows its traceback),
+    as ``gym:ID`` games say it. kgagent's own errors (a window closed, an action refused)
+    and a machine out of memory (the CLI says that in its own words) pass as they are."""
+    try:
+        return fn(*args)
+    except (KGAgentError, MemoryError):
+        raise
+    except Exception as e:
+        raise EnvironmentError_(
+            f"environment {env.name!r} failed in {what}(): {type(e).__name__}: {e}"
+        ) from e
+
+
+def step_result(out: object, env: Env) -> tuple[Any, Any, Any, Any, Any]:
+    """``out`` when it is what ``Env.step`` returns (five values); None, Gym's old
+    four-tuple or anything else is told in one line, not by a failed unpacking."""
+    if isinstance(out, (tuple, list)) and len(out) == 5:
+        return tuple(out)  # type: ignore[return-value]
+    if isinstance(out, (tuple, list)):
+        what = f"a {type(out).__name__} of {len(out)} values"
+    else:
+        what = "None" if out is None else f"a {type(out).__name__}"
+    old = " (Gym's old (obs, reward, done, info)?)" if what.endswith("of 4 values") else ""
+    raise EnvironmentError_(
+        f"environment {env.name!r} returned {what} from step(): step(action) returns "
+        f"{STEP_RETURNS}{old}"
+    )
+
+
 class Screen:
     """What the agent is allowed to see of an environment: pixels in, actions out."""
 
@@ -58,6 +100,7 @@ class Screen:
         "timer",
         "late_changes",
         "_rewatch",
+        "_sized",
     )
 
     def __init__(self, env: Env, *, change_floor: float = 0.0, threshold: int = 30) -> None:
@@ -76,6 +119,7 @@ class Screen:
         #: environment reports in ``info["timing"]``); None: not counted
         self.timer: PartTimes | None = None
         self._rewatch: tuple[int, Callable[[], None]] | None = None
+        self._sized = False  # the first frame was checked against Env.size
 
     def rewatch_after(self, n: int, watch: Callable[[], None]) -> None:
         """Live targets: right after the input that makes ``n`` inputs in a row whose screen
@@ -96,8 +140,25 @@ class Screen:
 
     def observe(self) -> np.ndarray:
         if self._last is None:
-            self._last = rgb(self._env.observe(), self._env)
+            self._last = self._take(call_env(self._env, "observe", self._env.observe))
         return self._last
+
+    def _take(self, frame: object) -> np.ndarray:
+        """``frame`` as the agent's screen (:func:`rgb`). The first one is checked against
+        ``Env.size``, which the step log's header records: an environment whose size says
+        otherwise is told so in one line. Not for a live target, whose window may change
+        size between reading its size and the capture (the desktop env follows it)."""
+        img = rgb(frame, self._env)
+        if not self._sized:
+            self._sized = True
+            h, w = img.shape[:2]
+            size = tuple(self._env.size)
+            if not self._env.live and size != (w, h):
+                raise EnvironmentError_(
+                    f"environment {self._env.name!r} gave a screen {w} wide and {h} high, "
+                    f"but its size is {size}: size is (width, height) of its screens in pixels"
+                )
+        return img
 
     def begin_step(self) -> None:
         """A step begins: its count of late changes restarts, and the screen is caught up."""
@@ -115,10 +176,10 @@ class Screen:
         if not self._env.live or self._last is None:
             return False
         if self.timer is None:
-            now = self._env.observe()
+            now = call_env(self._env, "observe", self._env.observe)
         else:
-            now = self.timer.run("capture", self._env.observe)
-        now = rgb(now, self._env)
+            now = self.timer.run("capture", call_env, self._env, "observe", self._env.observe)
+        now = self._take(now)
         if not self._changed(self._last, now):
             return False  # the cached frame stays (the state's merge is reused)
         self._last = now
@@ -139,15 +200,15 @@ class Screen:
     def act(self, action: Action) -> np.ndarray:
         before = self._last
         if self.timer is None:
-            obs, _reward, terminated, truncated, info = self._env.step(action)
+            out = call_env(self._env, "step", self._env.step, action)
         else:
-            obs, _reward, terminated, truncated, info = self.timer.run(
-                "act", self._env.step, action
-            )
+            out = self.timer.run("act", call_env, self._env, "step", self._env.step, action)
+        obs, _reward, terminated, truncated, info = step_result(out, self._env)
+        if self.timer is not None and isinstance(info, dict):
             for part, seconds in (info.get("timing") or {}).items():
                 self.timer.split("act", part, float(seconds))
         self._done = bool(terminated or truncated)
-        obs = rgb(obs, self._env)
+        obs = self._take(obs)
         self._last = obs
         if before is not None and self._changed(before, obs):
             self._reaction = (before, action)
@@ -170,5 +231,5 @@ class Screen:
         return visual_change(before, after, self._threshold) > self._change_floor
 
     def refresh(self) -> np.ndarray:
-        self._last = rgb(self._env.observe(), self._env)
+        self._last = self._take(call_env(self._env, "observe", self._env.observe))
         return self._last

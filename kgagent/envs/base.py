@@ -54,7 +54,8 @@ class Env(ABC):
     @property
     @abstractmethod
     def size(self) -> tuple[int, int]:
-        """(width, height) of the observation in pixels."""
+        """(width, height) of the observation in pixels (the step log's header records it;
+        a first screen of another size is refused, unless the environment is ``live``)."""
 
     @abstractmethod
     def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict[str, Any]]:
@@ -64,8 +65,10 @@ class Env(ABC):
     def step(self, action: Action) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Execute one atomic action; return (obs, reward, terminated, truncated, info).
 
-        Raises :class:`kgagent.errors.ActionRefused` for an action outside the
-        target (nothing is executed then).
+        Anything else (Gym's old four values, None) ends the run in one line, as does an
+        exception of the environment's own (:mod:`kgagent.agent.screen`). Raises
+        :class:`kgagent.errors.ActionRefused` for an action outside the target (nothing is
+        executed then).
         """
 
     @abstractmethod

@@ -350,13 +350,26 @@ class _Gymnasium:
 def _pixels(render: Any, env_id: str) -> np.ndarray:
     """A Gymnasium rendering as ``uint8`` pixels. Integers within 0–255 are taken as they
     are; floats are refused, since their scale (0–1 or 0–255) cannot be told apart
-    from the frame, and a cast would turn a 0–1 picture black."""
+    from the frame, and a cast would turn a 0–1 picture black. Checked here, on the
+    game's own rendering (the first one is made before the run starts), so that what
+    is wrong is told in the game's own shape, not the scaled screen's."""
+    if render is None:
+        raise EnvironmentError_(
+            f'gym:{env_id} render() returned None, made with render_mode="rgb_array": in '
+            "that mode render() returns the screen, a uint8 array (height, width, 3) (does "
+            "the game's __init__ keep its render_mode?)"
+        )
     a = np.asarray(render)
+    shape = tuple(a.shape)
+    if a.ndim != 3 or a.shape[2] not in (3, 4) or not a.size:
+        raise EnvironmentError_(
+            f"gym:{env_id} rendered {a.dtype} {shape}: a screen is an RGB array, "
+            "(height, width, 3) (a grey picture: np.stack([frame] * 3, axis=-1))"
+        )
     if a.dtype == np.uint8:
         return a
-    if a.dtype.kind in "iu" and a.size and 0 <= a.min() and a.max() <= 255:
+    if a.dtype.kind in "iu" and 0 <= a.min() and a.max() <= 255:
         return a.astype(np.uint8)
-    shape = tuple(a.shape)
     raise EnvironmentError_(
         f"gym:{env_id} rendered {a.dtype} {shape}: a screen is an RGB array of uint8, "
         "(height, width, 3), with values 0–255 (scale a float picture in the game's "

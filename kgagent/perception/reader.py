@@ -10,6 +10,10 @@ Without a language model the agent cannot read, so its memory would name objects
 * :class:`NoReader` (``none``): reads nothing; every label stays ``""`` and the agent
   behaves as it does without text.
 
+A reader of one's own (``Runner(reader=...)``) is held to :data:`READER_CONTRACT`
+(:func:`check_reader` when the run starts, :func:`read_checked` at each read), so that
+one that breaks it is told so in one line naming it.
+
 Why recognition only: a text detector over a whole 1280×720 screen costs seconds on a
 CPU, recognition of a small line tens of milliseconds. The line is found classically
 (:func:`text_line`): connected components of the crop's two Otsu classes that look
@@ -54,6 +58,9 @@ __all__ = [
     "TextLine",
     "TextReader",
     "LineCache",
+    "READER_CONTRACT",
+    "check_reader",
+    "read_checked",
     "label_key",
     "line_around",
     "make_reader",
@@ -109,6 +116,46 @@ class TextReader(Protocol):
     identity: str
 
     def read(self, crops: Sequence[np.ndarray]) -> list[Reading]: ...
+
+
+#: What a reader is, as the one-line errors about a reader of one's own state it.
+READER_CONTRACT = (
+    "a reader has an identity string and read(crops) -> list[Reading], one Reading per "
+    "crop, in order"
+)
+
+
+def check_reader(reader: Any) -> TextReader:
+    """``reader`` when it has what the agent uses of one: a non-empty ``identity`` (the
+    step log's header names the reader that made the labels by it: an unnamed one would
+    leave a run's labels of unknown origin) and a ``read`` method. A reader of one's own
+    that lacks either is refused in one line when the run starts."""
+    identity = getattr(reader, "identity", None)
+    if not isinstance(identity, str) or not identity.strip():
+        lacks = "no identity" if identity is None else f"the identity {identity!r}"
+        raise ConfigError(f"reader {type(reader).__name__} has {lacks}: {READER_CONTRACT}")
+    if not callable(getattr(reader, "read", None)):
+        raise ConfigError(f"reader {identity!r} has no read() method: {READER_CONTRACT}")
+    return reader
+
+
+def read_checked(reader: TextReader, crops: Sequence[np.ndarray]) -> list[Reading]:
+    """``reader.read(crops)`` when it is what a reader returns (:data:`READER_CONTRACT`);
+    a reader of one's own that returns anything else is told so in one line, not by a
+    failure where its readings are used."""
+    out = reader.read(crops)
+    if isinstance(out, (list, tuple)) and len(out) == len(crops):
+        wrong = next((r for r in out if not isinstance(r, Reading)), None)
+        if wrong is None:
+            return list(out)
+        what = f"a {type(out).__name__} holding a {type(wrong).__name__}"
+    elif isinstance(out, (list, tuple)):
+        what = f"{len(out)} readings"
+    else:
+        what = "None" if out is None else f"a {type(out).__name__}"
+    raise ConfigError(
+        f"reader {reader.identity!r} returned {what} for {len(crops)} crops: {READER_CONTRACT}"
+    )
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,10 @@ def test_execution_never_clicks_an_absent_label(cfg, mem, reader):
             super().__init__()
             self.image, self.clicks = image, []
 
+        @property
+        def size(self):
+            return (1280, 720)  # the panel's
+
         def reset(self, seed=None):
             return self.image, {}
 
@@ -344,6 +348,8 @@ def test_step_logs_name_a_grounding_by_text(cfg, mem, reader):
     b = panel([(w, (box[0], box[1] + 200, 240, 62)) for w, box in zip(WORDS, GRID)], 2, 1.4)
 
     class Still(ToyEnv):
+        size = (1280, 720)  # the panel's
+
         def observe(self):
             return b
 

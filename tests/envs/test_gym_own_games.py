@@ -1,5 +1,6 @@
 """A Gymnasium game of one's own through gym:ID: its random numbers are not the player's,
-a rendering the agent cannot see is refused, and its own failures are one line."""
+a rendering the agent cannot see is refused before the run, and its own failures are one
+line."""
 
 from __future__ import annotations
 
@@ -48,6 +49,10 @@ class LitButton(gym.Env):
 
     def render(self):
         img = self._image()
+        if self.frame == "none":
+            return None
+        if self.frame == "grey":
+            return img[..., 0]
         if self.frame == "int64":
             return img.astype(np.int64)
         if self.frame == "float":
@@ -59,6 +64,8 @@ for _name, _kw in {
     "LitButton-v0": {},
     "LitButtonInt-v0": {"frame": "int64"},
     "LitButtonFloat-v0": {"frame": "float"},
+    "LitButtonNone-v0": {"frame": "none"},
+    "LitButtonGrey-v0": {"frame": "grey"},
     "LitButtonFails-v0": {"fail_at": 2},
 }.items():
     if _name not in gym.registry:
@@ -114,6 +121,34 @@ def test_integer_pixels_are_taken_and_float_ones_refused() -> None:
     with pytest.raises(EnvironmentError_, match=r"rendered float64 \(32, 64, 3\).*0–255") as e:
         GymEnv("LitButtonFloat-v0")
     assert "\n" not in str(e.value)
+
+
+def test_a_render_of_none_says_so_before_the_run(tmp_path: Path) -> None:
+    from kgagent.agent.runner import Runner
+    from kgagent.config import Config
+
+    cfg = Config()
+    cfg.run.env = "gym:LitButtonNone-v0"
+    cfg.perception.encoder, cfg.perception.segmenter = "pixel", "opencv"
+    with pytest.raises(EnvironmentError_) as e:
+        Runner(cfg, memory_path=tmp_path / "m", progress=False, log=lambda m: None).run(3)
+    assert str(e.value) == (
+        'gym:LitButtonNone-v0 render() returned None, made with render_mode="rgb_array": in '
+        "that mode render() returns the screen, a uint8 array (height, width, 3) (does the "
+        "game's __init__ keep its render_mode?)"
+    )
+    assert not (tmp_path / "m").exists()  # refused before the run began
+
+
+def test_a_grey_render_is_refused_in_the_games_own_shape() -> None:
+    from kgagent.envs.gym import GymEnv
+
+    with pytest.raises(EnvironmentError_) as e:
+        GymEnv("LitButtonGrey-v0")
+    assert str(e.value) == (
+        "gym:LitButtonGrey-v0 rendered uint8 (32, 64): a screen is an RGB array, "
+        "(height, width, 3) (a grey picture: np.stack([frame] * 3, axis=-1))"
+    )
 
 
 def test_the_games_own_failure_is_one_line_naming_it() -> None:
