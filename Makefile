@@ -11,6 +11,13 @@ TORCH := torch==2.9.1 torchvision==0.24.1
 else
 TORCH := torch==2.14.1 torchvision==0.29.1
 endif
+# On x86-64 the package versions behind docs/benchmarks.md's figures (a pip freeze): the
+# README's commands install them, so that a run reproduces the published numbers and a new
+# release upstream changes nothing until the file is updated (opencv-python 5.1 draws the
+# built-in games' text a few pixels wider, and every trajectory differs). Others: the newest.
+ifeq ($(ARCH),x86_64)
+CONSTRAINTS := -c benchmarks/constraints.txt
+endif
 # Debian packages the tests use: a real X server, X tools, a small window manager, programs
 # no one here wrote, and a headless browser for `kgagent view`.
 APT_PACKAGES := xvfb x11-apps x11-utils xterm evilwm chromium chromium-driver
@@ -27,10 +34,10 @@ test: system-deps $(STAMP)
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml benchmarks/constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH) 2>&1 | grep -v "^WARNING: Location" || true
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev,games,bench]' 2>&1 | grep -v "^WARNING: Location" || true
+	$(BIN)/python -m pip install -q --disable-pip-version-check $(CONSTRAINTS) $(TORCH) 2>&1 | grep -v "^WARNING: Location" || true
+	$(BIN)/python -m pip install -q --disable-pip-version-check $(CONSTRAINTS) -e '.[dev,games,bench]' 2>&1 | grep -v "^WARNING: Location" || true
 	$(BIN)/python -c "import kgagent, torch, torchvision, open_clip, lancedb, gymnasium, crafter, pygame, dash, rapidocr_onnxruntime, ray, matplotlib"
 	touch $(STAMP)
 
