@@ -29,7 +29,13 @@ def runs_group() -> None:
 
 def _summary_of(path: Path) -> dict[str, Any]:
     from kgagent.rounds import RUNNING, running_log
-    from kgagent.runlog import brain_of_header, executions_by_path, read_log, summarise
+    from kgagent.runlog import (
+        brain_of_header,
+        executions_by_path,
+        read_episodes,
+        read_log,
+        summarise,
+    )
 
     if not path.exists():
         raise ConfigError(f"no step log at {path}")
@@ -47,6 +53,7 @@ def _summary_of(path: Path) -> dict[str, Any]:
     # no summary line: a run going on now (its memory's newest log, the writer's lock held)
     live = running_log(path.parent.parent) if path.parent.name == "runs" else None
     going_on = live is not None and live.resolve() == path.resolve()
+    ends, episodes = read_episodes(path)
     rebuilt = summarise(
         steps,
         env=h.get("env", "?"),
@@ -57,6 +64,8 @@ def _summary_of(path: Path) -> dict[str, Any]:
         stopped=RUNNING if going_on else "incomplete",
         duration_s=float(sum(s.get("duration_s", 0.0) for s in steps)),
         brain=brain_of_header(h),
+        ends=ends,
+        episodes=episodes,
     )
     rebuilt.log_path = str(path)
     rebuilt.target = h.get("target") if isinstance(h.get("target"), str) else None
@@ -181,9 +190,12 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
                 "seed": d.get("seed"),
                 "ablation": d.get("ablation"),
                 "steps": d.get("steps"),
+                "episodes": d.get("episodes", 1),
                 "stopped": d.get("stopped"),
+                # the last episode's; score_total: summed over the run's episodes
                 "progression": _number(d.get("progression")),
                 "score": _number(d.get("score")),
+                "score_total": _number(d.get("score_total")),
                 "err": _err(d),
                 "brain": _brain(d),
                 "cost_usd": round(float(d.get("cost_usd", 0.0)), 4),

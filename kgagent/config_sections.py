@@ -9,9 +9,11 @@ docs/config.md is generated from these declarations (``python -m kgagent.config_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kgagent.config_checks import ABLATIONS, positive_size, torch_device
 from kgagent.config_fields import Section, param
+from kgagent.errors import ConfigError
 
 
 @dataclass
@@ -470,6 +472,45 @@ class DesktopConfig(Section):
     )
 
 
+#: gymnasium.make's keywords that the ``gym:ID`` adapter sets itself
+GYM_OWN_KWARGS = {
+    "render_mode": "the adapter renders to an array (render_mode is its own)",
+    "max_episode_steps": "set gym.max_episode_steps instead",
+}
+
+
+def gym_kwargs(text: str | None) -> dict[str, Any]:
+    """``gym.kwargs`` as the keywords it holds: a TOML inline table (``{frameskip = 1}``,
+    as ``--set`` reads values; its braces may be left out: ``frameskip=1``) or a JSON
+    object (``{"frameskip": 1}``). Text that is neither, or that sets a keyword the
+    adapter owns, is one :class:`ConfigError`. A string field, since a config value is a
+    scalar or a list: in a config file, ``kwargs = "{frameskip = 1}"``."""
+    import json
+
+    from kgagent.config_fields import tomllib  # tomli before Python 3.11
+
+    if text is None or not text.strip():
+        return {}
+    table: Any = None
+    inline = text.strip() if text.strip().startswith("{") else f"{{{text}}}"
+    try:
+        table = tomllib.loads(f"v = {inline}")["v"]
+    except tomllib.TOMLDecodeError:
+        try:
+            table = json.loads(text)
+        except json.JSONDecodeError:
+            pass
+    if not isinstance(table, dict):
+        raise ConfigError(
+            f"gym.kwargs = {text!r}: must be a table of gymnasium.make's keywords, as TOML "
+            '{frameskip = 1, repeat_action_probability = 0.0} or JSON {"frameskip": 1}'
+        )
+    for key, why in GYM_OWN_KWARGS.items():
+        if key in table:
+            raise ConfigError(f"gym.kwargs sets {key}: {why}")
+    return table
+
+
 @dataclass
 class GymConfig(Section):
     """Gymnasium environments and Crafter as pixel programs (``--env gym:ID``)."""
@@ -483,6 +524,15 @@ class GymConfig(Section):
     )
     max_episode_steps: int | None = param(
         None, "ours", "episode length in environment steps; none: the environment's own", ">= 1"
+    )
+    kwargs: str | None = param(
+        None,
+        "ours",
+        "the environment's own options, passed to gymnasium.make (ALE: frameskip,"
+        " repeat_action_probability, mode, difficulty); none: its defaults",
+        'holding a table: {frameskip = 1} or frameskip=1 (TOML), {"frameskip": 1} (JSON); not'
+        " render_mode (the adapter's) or max_episode_steps (gym.max_episode_steps)",
+        check=lambda text: gym_kwargs(text) is not None,
     )
 
 

@@ -140,8 +140,9 @@ class RunSummary:
     seed: int
     ablation: str
     steps: int
-    progression: float  # ground truth: floors cleared / turns survived
-    score: float  # ground truth: run score / techs
+    # ground truth at the last step: the last episode's where there were several
+    progression: float  # floors cleared / turns survived
+    score: float  # run score / techs
     alive: bool
     err: float  # Execution-Responsive Rate: valid transitions / executed skills
     executions: int
@@ -188,6 +189,13 @@ class RunSummary:
     cost_estimated: bool = False
     #: what a desktop run acted on (the bound window, or the region), as its header says
     target: str | None = None
+    #: the run's episodes, from its episode lines (None: not known, a log without them):
+    #: how many ended (the last one too when it ended at the run's last step) ...
+    episodes_finished: int | None = None
+    #: ... each episode's score at its end, in order (the last one's so far when it had
+    #: not ended), and their sum: ``score`` is the last episode's only
+    episode_scores: list[float] | None = None
+    score_total: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -198,9 +206,10 @@ class RunSummary:
             ("environment", f"{self.env} (seed {self.seed}, {self.ablation})"),
             *([("target", self.target)] if self.target else []),
             ("steps", f"{self.steps} ({self.stopped})" + _episodes(self.episodes)),
-            ("progression", f"{self.progression:g}"),
-            ("score", f"{self.score:g}"),
-            ("alive", "yes" if self.alive else "no"),
+            ("progression", f"{self.progression:g}{self._last()}"),
+            ("score", f"{self.score:g}{self._last()}"),
+            ("alive", ("yes" if self.alive else "no") + self._last()),
+            *self._over_episodes(),
             ("ERR", _err(self.err, self.valid_executions, self.executions)),
             ("actions", str(self.actions)),
             ("paths", ", ".join(f"{k} {v}" for k, v in sorted(self.paths.items())) or "-"),
@@ -237,6 +246,24 @@ class RunSummary:
             rows.append(("step log", self.log_path))
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+    def _last(self) -> str:
+        """`` (the last episode's)`` where the run had several episodes."""
+        return " (the last episode's)" if self.episodes > 1 else ""
+
+    def _over_episodes(self) -> list[tuple[str, str]]:
+        """The ``all episodes`` row of a run of several: the score summed over them, how
+        many ended, and the finished ones' mean score."""
+        if self.episodes <= 1 or self.score_total is None:
+            return []
+        scores, done = self.episode_scores or [], self.episodes_finished or 0
+        text = f"score {self.score_total:g} in {self.episodes} episodes; "
+        text += f"all {done} finished" if done == self.episodes else f"{done} finished"
+        if done and len(scores) >= done:
+            text += f" (mean score {sum(scores[:done]) / done:.4g})"
+        if done < self.episodes:
+            text += ", the last one unfinished"
+        return [("all episodes", text)]
 
     def _cost(self) -> str:
         estimated = self.cost_estimated or self.estimated_tokens > 0
@@ -319,13 +346,18 @@ def summarise(
     stopped: str,
     duration_s: float,
     brain: dict[str, Any] | None = None,
+    ends: list[dict[str, Any]] | None = None,
+    episodes: int = 1,
 ) -> RunSummary:
     """Build a summary from step-log dicts (shared by the runner and `kgagent runs show`).
     ``stats``: the memory's graph at the end (``GraphStats``); None when not known (a run
     killed before its summary line): its figures are then None. ``brain``: the brain's
     ``figures()`` (kind, model, endpoint, calls, requests, retries, rate_limited,
     rate_limit_wait_s, failed_calls, offline_calls, unanswered_calls); None when not
-    known: the brain fields are then None."""
+    known: the brain fields are then None. ``ends``: the run's episode lines, in order,
+    and ``episodes`` how many it played (one more than the lines when the last had not
+    ended by one); None: not known, the figures over the episodes are then None.
+    ``truth`` is the last step's, the last episode's."""
 
     def graph(name: str) -> int | None:
         return None if stats is None else int(stats.get(name, 0))
@@ -378,7 +410,52 @@ def summarise(
         brain_failed_calls=b.get("failed_calls"),
         brain_offline_calls=b.get("offline_calls"),
         brain_unanswered_calls=b.get("unanswered_calls"),
+        episodes=episodes,
+        **_over_episodes(ends, episodes, truth, stopped),
     )
+
+
+#: ``stopped`` of a run whose last step ended its episode (and ``reason`` of such an episode)
+_ENDED = ("terminated", "truncated", "episode_limit")
+
+
+def _over_episodes(
+    ends: list[dict[str, Any]] | None, episodes: int, truth: dict[str, Any], stopped: str
+) -> dict[str, Any]:
+    """``episodes_finished``, ``episode_scores`` and ``score_total`` from the episode
+    lines (their ``truth``) and the last step's ground truth, for the last episode when
+    it has no line; empty when the lines lack the ground truth (logs before it)."""
+    if ends is None or any(not isinstance(e.get("truth"), dict) for e in ends):
+        return {}
+    scores = [float(e["truth"].get("score", 0.0)) for e in ends]
+    finished = len(ends)
+    if episodes > len(ends):  # the last episode has no line: it had not ended by one
+        scores.append(float(truth.get("score", 0.0)))
+        finished += stopped in _ENDED  # ... or it ended at the run's last step
+    return {
+        "episodes_finished": finished,
+        "episode_scores": scores,
+        "score_total": float(sum(scores)),
+    }
+
+
+def read_episodes(path: str | Path) -> tuple[list[dict[str, Any]], int]:
+    """(episode lines, episodes played) of a step log, for a summary rebuilt from it: one
+    episode more than the lines when step lines follow the last one (or there is none).
+    A line that is not JSON is left to :func:`read_log` to report."""
+    ends: list[dict[str, Any]] = []
+    steps_after = 0
+    with Path(path).open(encoding="utf-8", errors="replace") as fh:
+        for raw in fh:
+            if raw.startswith('{"type": "episode"'):
+                try:
+                    ends.append(json.loads(raw))
+                except json.JSONDecodeError:
+                    continue
+                steps_after = 0
+            elif raw.startswith(_STEP_LINE):
+                steps_after += 1
+    return ends, len(ends) + (steps_after > 0 or not ends)
 
 
 def brain_of_header(header: dict[str, Any]) -> dict[str, Any] | None:

@@ -251,6 +251,7 @@ class Runner:
         log_path: Path | None = None
         mem = env = None
         episodes = 1
+        ends: list[dict[str, Any]] = []  # the episode lines
         aborted = False  # a second Ctrl-C: raised again once the run is written and closed
         self.stop_signal = self.last_summary = None
         # local time in the names, as the user reads them; the header's ``started`` adds the
@@ -301,8 +302,10 @@ class Runner:
                             stopped = "interrupted"
                             break
                         if screen.done or in_episode >= cfg.run.episode_limit:
-                            end = "terminated" if screen.done else "episode_limit"
-                            out.write("episode", self._episode_end(env, episodes, in_episode, end))
+                            end = _ending(env) if screen.done else "episode_limit"
+                            ended = self._episode_end(env, episodes, in_episode, end)
+                            out.write("episode", ended)
+                            ends.append(ended)
                             if not restart:
                                 stopped = end
                                 break
@@ -310,6 +313,7 @@ class Runner:
                             env.reset(seed=cfg.run.seed + episodes - 1)
                             agent.new_episode()
                             screen, in_episode = self._screen(env), 0
+                            truth = {}  # the new episode's, also if it ends before a step
                         try:
                             rec = agent.step(screen)
                         except BudgetExceeded as e:
@@ -330,7 +334,7 @@ class Runner:
                             bar.update(1)
                     else:
                         if screen.done:
-                            stopped = "terminated"
+                            stopped = _ending(env)
                 except KeyboardInterrupt:
                     stopped, aborted = "interrupted", True
                 except EndpointUnusable as e:
@@ -360,6 +364,8 @@ class Runner:
                         stopped=stopped,
                         duration_s=time.perf_counter() - t0,
                         brain=brain.figures(),
+                        ends=ends,
+                        episodes=episodes,
                     )
                     if stopped == "interrupted":  # a second Ctrl-C raises before a flag
                         self.stop_signal = flag.signum or signal.SIGINT
@@ -418,8 +424,15 @@ class Runner:
 
     @staticmethod
     def _episode_end(env: Env, episode: int, steps: int, reason: str) -> dict[str, Any]:
-        """The ``episode`` log line: which episode ended, after how many steps, and why."""
-        return {"episode": episode, "steps": steps, "reason": reason, **env.end_info()}
+        """The ``episode`` log line: which episode ended, after how many steps, and why
+        (``terminated`` | ``truncated`` | ``episode_limit``); what the environment reports
+        at an episode's end; and the ground truth it ended with (``truth``: progression,
+        score, alive), from which the summary adds up the run's episodes."""
+        info = env.end_info()
+        info.pop("truncated", None)  # said by ``reason``
+        truth = _truth(env)
+        truth.pop("extra")
+        return {"episode": episode, "steps": steps, "reason": reason, **info, "truth": truth}
 
     def _watch_idle(self, env: Env, *, below_threshold: bool = False) -> float:
         """The idle target's Δ (:func:`idle_change`); the settle tolerates as much motion.
@@ -530,6 +543,12 @@ def _postfix(rec: StepRecord, records: list[dict[str, Any]]) -> str:
 def _one_line(e: BaseException) -> str:
     """An exception as the summary's ``error``: its message on one line, else its type."""
     return " ".join(str(e).split()) or type(e).__name__
+
+
+def _ending(env: Env) -> str:
+    """Why an episode the environment ended is over: ``truncated`` when its ``end_info``
+    says it was cut short (Gymnasium's ``truncated``: a time limit), else ``terminated``."""
+    return "truncated" if env.end_info().get("truncated") else "terminated"
 
 
 def _truth(env: Env) -> dict[str, Any]:

@@ -45,6 +45,7 @@ def run_random_keys(cfg: Config, steps: int, log_dir: Path) -> RunSummary:
         log_dir.mkdir(parents=True, exist_ok=True)
         path = log_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-random_keys-{cfg.run.seed}.jsonl"
         records: list[dict[str, Any]] = []
+        ends: list[dict[str, Any]] = []  # the episode lines
         episodes, in_episode = 1, 0
         with path.open("w") as fh:
             out = RunLogWriter(fh)
@@ -68,9 +69,12 @@ def run_random_keys(cfg: Config, steps: int, log_dir: Path) -> RunSummary:
                 records.append(line)
                 out.write("step", line)
                 if term or trunc:
-                    end = "terminated" if term else "episode_limit"
+                    end = "terminated" if term else "truncated"
                     info = {"episode": episodes, "steps": in_episode, "reason": end}
-                    out.write("episode", {**info, **env.end_info()})
+                    info = {**info, **env.end_info(), "truth": truth}  # as the runner's
+                    info.pop("truncated", None)  # said by ``reason``
+                    out.write("episode", info)
+                    ends.append(info)
                     ended = True
             if records:  # the ground truth at the last step
                 last = dict(records[-1]["truth"])
@@ -87,8 +91,9 @@ def run_random_keys(cfg: Config, steps: int, log_dir: Path) -> RunSummary:
                 truth=last,
                 stopped="steps",
                 duration_s=time.perf_counter() - t0,
+                ends=ends,
+                episodes=episodes,
             )
-            summary.episodes = episodes
             summary.log_path = str(path)
             out.write("summary", summary.to_dict())
     finally:

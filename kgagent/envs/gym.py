@@ -20,6 +20,11 @@ agent sees its rendering and acts with keys, headless and fast.
   environment does not step and the screen stays as it was, as in Crafter's
   window with ``--wait True``, whose world waits for a key. Points outside the
   screen are refused as on a desktop.
+* The environment's own options (``gym.kwargs``: the ALE's ``frameskip``, ...) go to
+  ``gymnasium.make``; ``render_mode`` stays the adapter's. ale-py's games are registered
+  for any id not found otherwise (``BreakoutNoFrameskip-v4``), as for ``ALE/`` ids.
+* An episode cut short (a time limit) ends ``truncated``, one the game ended
+  ``terminated`` (:meth:`GymEnv.end_info`; the step log's episode lines say which).
 
 The reward, the achievements (Crafter) and the key map are the harness's
 (:attr:`GymEnv.key_map`, :meth:`GymEnv.ground_truth`, :meth:`GymEnv.end_info`);
@@ -30,17 +35,21 @@ screens (Crafter's creature balancing is made to follow the seed: :func:`_chunks
 from __future__ import annotations
 
 import collections
+import difflib
 import importlib
+import json
 import math
 import os
+import re
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import cv2
 import numpy as np
 
 from kgagent.actions import Action
+from kgagent.config_sections import gym_kwargs
 from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.keyguard import normalize
 from kgagent.errors import ActionRefused, EnvironmentError_, KGAgentError
@@ -81,12 +90,16 @@ class GymOptions:
     size: tuple[int, int] | None = None
     # episode length; None: the environment's own (Crafter: 10000 steps)
     max_episode_steps: int | None = None
+    # the environment's own keywords for gymnasium.make (frameskip, ...); the config's
+    # ``gym.kwargs`` text is read into this table
+    kwargs: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, section: Any) -> GymOptions:
-        return cls(
-            **{f.name: getattr(section, f.name) for f in fields(cls) if hasattr(section, f.name)}
-        )
+        values = {f.name: getattr(section, f.name) for f in fields(cls) if hasattr(section, f.name)}
+        if not isinstance(values.get("kwargs", {}), dict):
+            values["kwargs"] = gym_kwargs(values["kwargs"])
+        return cls(**values)
 
 
 #: SDL 1.2's key codes above 255 (``SDLK_UP`` = 273, ...), which key maps written for
@@ -203,20 +216,24 @@ def _too_many_colons(env_id: str) -> str:
     return f"gym:{env_id} is not an environment id: use gym:ID or gym:MODULE:ID (one ':')"
 
 
-def registry_gap(env_id: str) -> str | None:
-    """Why Gymnasium's registry lacks the id ``env_id`` (no ``MODULE:``), in its own words
-    on one line; None when it has it, or when this cannot tell here (gymnasium, or ale-py
-    for ``ALE/`` ids, not installed: making it says so)."""
+def _register_ale() -> bool:
+    """Register ale-py's Atari games with Gymnasium (``ALE/Breakout-v5``, and the older
+    ``Breakout-v4``, ``BreakoutNoFrameskip-v4``); False when ale-py is not installed."""
     try:
+        import ale_py
         import gymnasium
-        from gymnasium.envs.registration import find_highest_version, parse_env_id
-
-        if env_id.startswith("ALE/"):  # registered by ale-py, as the adapter does
-            import ale_py
-
-            gymnasium.register_envs(ale_py)
     except ImportError:
-        return None
+        return False
+    gymnasium.register_envs(ale_py)
+    return True
+
+
+def _lookup(env_id: str) -> str | None:
+    """Why Gymnasium's registry, as it is now, lacks ``env_id``, on one line; None when it
+    has it (an id without a version: when it has a version of it)."""
+    import gymnasium
+    from gymnasium.envs.registration import find_highest_version, parse_env_id
+
     try:
         if env_id in gymnasium.envs.registry:
             return None
@@ -227,6 +244,31 @@ def registry_gap(env_id: str) -> str | None:
     except gymnasium.error.Error as e:
         return " ".join(str(e).split()).rstrip(".")
     return None
+
+
+def registry_gap(env_id: str) -> str | None:
+    """Why Gymnasium's registry lacks the id ``env_id`` (no ``MODULE:``), in its own words
+    on one line; None when it has it, or when this cannot tell here (gymnasium, or ale-py
+    for ``ALE/`` ids, not installed: making it says so).
+
+    An id the registry lacks is looked up again after ale-py registers its games, as
+    making it does (``BreakoutNoFrameskip-v4``); one that only ale-py's namespace has
+    (``Breakout-v5``: ``ALE/Breakout-v5``) is named in a "did you mean". Options written
+    into the id (``?frameskip=1``) are pointed to ``gym.kwargs``."""
+    try:
+        import gymnasium  # noqa: F401 - without it, making the environment says so
+    except ImportError:
+        return None
+    if env_id.startswith("ALE/") and not _register_ale():
+        return None
+    gap = _lookup(env_id)
+    if gap is not None and not env_id.startswith("ALE/") and _register_ale():
+        gap = _lookup(env_id)
+        if gap is not None and _lookup(f"ALE/{env_id}") is None:
+            gap += f"; did you mean gym:ALE/{env_id}?"
+    if gap is not None and re.search(r"[?&=]", env_id):
+        gap += " (an environment's options go in gym.kwargs: --set 'gym.kwargs={frameskip = 1}')"
+    return gap
 
 
 def unknown_reason(env_id: str) -> str | None:
@@ -251,31 +293,48 @@ def unknown_reason(env_id: str) -> str | None:
 class _Gymnasium:
     """Any Gymnasium environment with a Discrete action space and an RGB rendering."""
 
-    def __init__(self, env_id: str, max_episode_steps: int | None) -> None:
+    def __init__(
+        self, env_id: str, max_episode_steps: int | None, kwargs: dict[str, Any] | None = None
+    ) -> None:
+        kwargs = dict(kwargs or {})
         if env_id.count(":") > 1:
             raise EnvironmentError_(_too_many_colons(env_id))
         try:
             import gymnasium
         except ImportError:
             raise EnvironmentError_(f"gym:{env_id} needs gymnasium: {_GAMES_EXTRA}") from None
-        if env_id.startswith("ALE/"):
-            try:
-                import ale_py
-
-                gymnasium.register_envs(ale_py)
-            except ImportError:
-                raise EnvironmentError_(f"gym:{env_id} needs ale-py: {_GAMES_EXTRA}") from None
+        if env_id.startswith("ALE/") and not _register_ale():
+            raise EnvironmentError_(f"gym:{env_id} needs ale-py: {_GAMES_EXTRA}")
+        #: what this run made of an id without a version, for :meth:`GymEnv.notes`
+        self.note: str | None = None
+        made = env_id
+        if ":" not in env_id:  # a ``module:ID`` id is registered by its module, in make()
+            gap = registry_gap(env_id)
+            if gap is not None:
+                raise EnvironmentError_(f"unknown Gymnasium environment {env_id!r}: {gap}")
+            made = self._versioned(env_id)
         _headless_sdl()
-        kw: dict[str, Any] = {"render_mode": "rgb_array"}
+        kw: dict[str, Any] = {**kwargs, "render_mode": "rgb_array"}
         if max_episode_steps:
             kw["max_episode_steps"] = max_episode_steps
         try:
-            self.env: Any = gymnasium.make(env_id, **kw)
+            self.env: Any = gymnasium.make(made, **kw)
         except gymnasium.error.Error as e:
+            if kwargs and ":" not in env_id:  # the id is known: its options were refused
+                raise EnvironmentError_(_refused(env_id, kwargs, str(e))) from None
             raise EnvironmentError_(f"unknown Gymnasium environment {env_id!r}: {e}") from None
         except ImportError as e:  # the module of a ``module:ID`` id, or one it imports
             raise EnvironmentError_(_import_failure(env_id, e)) from None
+        except TypeError as e:
+            bad = re.search(r"unexpected keyword argument '([^']+)'", str(e))
+            if bad and bad[1] in kwargs:
+                raise EnvironmentError_(_unknown_keyword(env_id, made, bad[1])) from None
+            raise EnvironmentError_(
+                f"gym:{env_id} failed in make(): {type(e).__name__}: {e}"
+            ) from e
         except Exception as e:  # the game's own constructor
+            if kwargs:
+                raise EnvironmentError_(_refused(env_id, kwargs, f"{type(e).__name__}: {e}")) from e
             raise EnvironmentError_(
                 f"gym:{env_id} failed in make(): {type(e).__name__}: {e}"
             ) from e
@@ -294,6 +353,26 @@ class _Gymnasium:
         self.noop = next((i for i, m in enumerate(self.action_names) if m.upper() == "NOOP"), 0)
         self.quit_keys: Keys = frozenset()
         self.keys = self._key_map(env_id, un, n)
+
+    def _versioned(self, env_id: str) -> str:
+        """``env_id`` with the version Gymnasium would take for it: its latest when it names
+        none (``ALE/Breakout``: ``ALE/Breakout-v5``), said in :attr:`note` instead of
+        Gymnasium's coloured warning."""
+        import gymnasium
+        from gymnasium.envs.registration import find_highest_version, get_env_id, parse_env_id
+
+        if env_id in gymnasium.envs.registry:
+            return env_id
+        ns, base, version = parse_env_id(env_id)
+        latest = find_highest_version(ns, base) if version is None else None
+        if latest is None:
+            return env_id
+        made = get_env_id(ns, base, latest)
+        self.note = (
+            f"gym: gym:{env_id} names no version; this run played {made}, its latest "
+            f"(gym:{made} names it)"
+        )
+        return made
 
     @staticmethod
     def _key_map(env_id: str, un: Any, n: int) -> dict[Keys, int]:
@@ -345,6 +424,35 @@ class _Gymnasium:
 
     def close(self) -> None:
         self.env.close()
+
+
+def _refused(env_id: str, kwargs: dict[str, Any], why: str) -> str:
+    """The one line for options of gym.kwargs that the environment refused."""
+    shown = ", ".join(f"{k} = {json.dumps(v, default=str)}" for k, v in kwargs.items())
+    return f"gym:{env_id} refused gym.kwargs {{{shown}}}: {' '.join(why.split())}"
+
+
+def _unknown_keyword(env_id: str, made: str, name: str) -> str:
+    """The one line for a keyword of gym.kwargs the environment does not take, with the
+    ones it does take (its constructor's parameters), when they can be read."""
+    import inspect
+
+    import gymnasium
+    from gymnasium.envs.registration import load_env_creator
+
+    known: list[str] = []
+    try:
+        entry = gymnasium.spec(made).entry_point
+        creator = load_env_creator(entry) if isinstance(entry, str) else entry
+        params = inspect.signature(creator).parameters.values()
+        known = [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        known = [k for k in known if k not in ("self", "render_mode")]
+    except Exception:  # noqa: BLE001 - only the hint is lost
+        pass
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    takes = f" (it takes {', '.join(known)})" if known else ""
+    return f"gym.kwargs: gym:{env_id} takes no keyword {name!r}{hint}{takes}"
 
 
 def _pixels(render: Any, env_id: str) -> np.ndarray:
@@ -449,10 +557,15 @@ class GymEnv(Env):
         self.opts = options or GymOptions()
         reward = _CRAFTER_IDS.get(env_id.lower())
         self.is_crafter = reward is not None
+        if self.is_crafter and self.opts.kwargs:
+            raise EnvironmentError_(
+                f"gym:{env_id} takes no gym.kwargs (they go to gymnasium.make, which does not "
+                "make Crafter); gym.size and gym.max_episode_steps set its screen and length"
+            )
         self._backend: _Crafter | _Gymnasium = (
             _Crafter(bool(reward), self.opts.max_episode_steps)
             if reward is not None
-            else _Gymnasium(env_id, self.opts.max_episode_steps)
+            else _Gymnasium(env_id, self.opts.max_episode_steps, self.opts.kwargs)
         )
         self._seed = seed
         self._episodes = 0
@@ -498,6 +611,7 @@ class GymEnv(Env):
         self._steps = 0
         self._alive = True
         self._ended_by: str | None = None
+        self._truncated = False
         self._unlocked: set[str] = set()
         self._frame = self._render()
         return self._frame, self._step_info(False)
@@ -512,7 +626,7 @@ class GymEnv(Env):
         total, term, trunc, stepped = 0.0, False, False, False
         for keys in _presses(action):
             if keys & self._backend.quit_keys:
-                trunc, self._ended_by = True, "quit key"
+                trunc, self._ended_by, self._truncated = True, "quit key", True
                 break
             index = self._backend.keys.get(keys)
             if index is None:
@@ -542,6 +656,9 @@ class GymEnv(Env):
         )
 
     def end_info(self) -> dict[str, Any]:
+        """The episode's figures; ``truncated`` when it was cut short (Gymnasium's
+        ``truncated``: a time limit, Crafter's quit key) rather than terminated, which the
+        runner writes as the episode line's ``reason``."""
         out: dict[str, Any] = {
             "env_steps": self._steps,
             "reward_sum": round(self._reward_sum, 4),
@@ -549,9 +666,15 @@ class GymEnv(Env):
         }
         if self._ended_by:
             out["ended_by"] = self._ended_by
+            out["truncated"] = self._truncated
         if self.is_crafter:
             out["achievements"] = sorted(self._unlocked)
         return out
+
+    def notes(self) -> list[str]:
+        """Which version an id without one played (``gym:ALE/Breakout``)."""
+        note = getattr(self._backend, "note", None)
+        return [note] if note else []
 
     def close(self) -> None:
         self._backend.close()
@@ -564,7 +687,7 @@ class GymEnv(Env):
         if term:
             self._alive, self._ended_by = False, "terminated"
         elif trunc:
-            self._ended_by = "time limit"
+            self._ended_by, self._truncated = "time limit", True
         for name, count in (info.get("achievements") or {}).items():
             if count > 0:
                 self._unlocked.add(name)
