@@ -132,7 +132,10 @@ def open_memory(path: Path, config: Config, *, write: bool) -> Any:
     """Open an existing memory for a command: read-only unless ``write``, never created."""
     from kgagent.memory import Memory
 
-    return Memory.open(path, config, read_only=not write, create=False)
+    mem = Memory.open(path, config, read_only=not write, create=False)
+    if mem.migrated:
+        click.echo(mem.migrated, err=True)
+    return mem
 
 
 def read_input(source: Path | IO[Any], what: str, error: type[KGAgentError] = KGAgentError) -> str:

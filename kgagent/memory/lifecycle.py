@@ -86,6 +86,12 @@ def _encoder_fix(recorded: dict[str, Any], offered: EncoderSpec, clip_model: str
     model, _, tag = rest.partition(":")
     weights = recorded.get("weights")
     if kind == "pixel":
+        if offered.identity.startswith("pixel:"):  # the same encoder, another version
+            return (
+                f"{offered.identity} is another version of the pixel encoder than "
+                f"{recorded['identity']}, and no setting gives that one: use the kgagent it "
+                "was built with"
+            )
         return "set perception.encoder=pixel"
     if kind != "clip" or tag == "in-memory":
         return "use the encoder it was built with"
@@ -222,6 +228,8 @@ class Lifecycle(MemoryCore):
         self.read_only = read_only
         self._db = None
         self._lock = None
+        #: what this open migrated, in one line for the user (None: nothing to migrate)
+        self.migrated: str | None = None
         ensure_open_files(writing=not read_only)  # before anything is opened or written
         if path.exists() and not path.is_dir():
             raise MemoryStoreError(
@@ -333,8 +341,9 @@ class Lifecycle(MemoryCore):
                 f"open it once to write (`kgagent memory info --migrate --memory {shell_word(path)}`) or "
                 "delete it"
             )
+        backup = None
         if recorded and recorded < latest and not read_only and config.memory.backup_on_migrate:
-            self._backup(f"schema-v{recorded}")
+            backup = self._backup(f"schema-v{recorded}")
         # a log left by a writer that did not close: a damaged one may crash the engine
         crash = None  # (beside a live writer the log is its own, in use)
         wal = path / f"{GRAPH}.wal"
@@ -356,6 +365,9 @@ class Lifecycle(MemoryCore):
             commit_timeout=commit_timeout(config),
         )
         self._finish_open(encoder, latest)
+        if self.migrated is not None:
+            kept = f"; the memory as it was is kept in {backup}" if backup else ""
+            self.migrated = f"{self.migrated}{kept}"
 
     def _check_manifest(self, manifest: dict[str, Any], encoder: EncoderSpec | None) -> None:
         """Engine, schema version, encoder and thresholds: refused before anything is written."""
@@ -389,6 +401,9 @@ class Lifecycle(MemoryCore):
                     "read-write (e.g. `kgagent memory info --migrate`) first"
                 )
             migrations.apply(self._db, todo)
+            old = int(self.manifest.get("schema_version", 0))
+            if old:  # not a memory being made (version 0: its tables are new)
+                self.migrated = f"migrated {self.path} from schema version {old} to {latest}"
         if not self.read_only and (
             self.manifest.get("schema_version") != latest or "memory_id" not in self.manifest
         ):

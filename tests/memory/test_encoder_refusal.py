@@ -100,3 +100,13 @@ def test_a_memory_of_the_old_file_hash_opens_with_the_same_weights(tmp_path) -> 
         "clip:ViT-B-32:visual-sha256-0123456789ab", 8, TH, aliases=("clip:ViT-B-32:sha256-0",)
     )
     _refusal(path, other_file)
+
+
+def test_another_version_of_the_pixel_encoder_is_not_told_to_set_pixel(tmp_path) -> None:
+    """A memory of pixel:v0 offered pixel:v1 was told "set perception.encoder=pixel", which
+    is set: no setting gives another version of the encoder."""
+    old = _made_with(tmp_path, EncoderSpec("pixel:v0", 928, (0.985, 0.70)))
+    msg = _refusal(old, PIXEL)
+    assert "set perception.encoder=pixel" not in msg
+    assert "pixel:v1 is another version of the pixel encoder than pixel:v0" in msg
+    assert "use the kgagent it was built with" in msg

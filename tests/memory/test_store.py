@@ -380,12 +380,19 @@ def test_older_schema_migrated_after_backup(populated, config: Config, monkeypat
         Memory.open(populated.path, config, read_only=True)  # needs a migration first
     with Memory.open(populated.path, config, encoder=ENC) as m:
         assert m.manifest["schema_version"] == old + 1
+        # what the open did is said, naming the copy it kept (the CLI prints this line)
+        said = f"migrated {populated.path} from schema version {old} to {old + 1}; "
+        assert m.migrated is not None and m.migrated.startswith(said), m.migrated
+        assert m.migrated.endswith(f"-schema-v{old}"), m.migrated
         versions = [r["version"] for r in m._q("migrations_applied")]
         assert versions == list(range(1, old + 2))
         m.cypher("CREATE (:Note {id: 'n1', text: 'hi'})", write=True)
         assert m.stats().as_row() == populated.stats  # data kept
     backups = list((populated.path / "backups").iterdir())
     assert len(backups) == 1 and backups[0].name.endswith(f"schema-v{old}")
+    assert m.migrated.endswith(f"the memory as it was is kept in {backups[0]}")
+    with Memory.open(populated.path, config, encoder=ENC) as again:  # nothing more to do
+        assert again.migrated is None
     assert read_manifest(backups[0])["schema_version"] == old
     assert (backups[0] / "graph.db").exists()
     assert read_manifest(populated.path)["schema_version"] == old + 1
