@@ -133,8 +133,8 @@ def open_memory(path: Path, config: Config, *, write: bool) -> Any:
     from kgagent.memory import Memory
 
     mem = Memory.open(path, config, read_only=not write, create=False)
-    if mem.migrated:
-        click.echo(mem.migrated, err=True)
+    for note in mem.notes:
+        click.echo(note, err=True)
     return mem
 
 

@@ -266,8 +266,8 @@ class Runner:
         unstarted = False  # it failed before: a memory it created goes (see _discard)
         try:
             mem = Memory.open(self.memory_path, cfg, encoder=EncoderSpec.of(encoder))
-            if mem.migrated:
-                self.log(mem.migrated)
+            for note in mem.notes:
+                self.log(note)
             # a previous run killed before its summary (we hold the writer's lock: not running)
             if not created and (note := unfinished_run_note(self.log_dir(), self.memory_path)):
                 self.log(note)

@@ -108,6 +108,26 @@ def _encoder_fix(recorded: dict[str, Any], offered: EncoderSpec, clip_model: str
     return f"set {use}perception.clip_weights to the file it was built with"
 
 
+def _version_key(version: str) -> tuple[int, ...] | None:
+    """``"1.2.3"`` as (1, 2, 3), each part's leading digits (``"0rc1"`` → 0); None when
+    the text is no version."""
+    parts = []
+    for part in version.split("."):
+        digits = re.match(r"\d+", part)
+        if digits is None:
+            return None
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+def _newer_writer(recorded: Any) -> str | None:
+    """``recorded`` (the manifest's ``kgagent_version``) when it is newer than this kgagent."""
+    if not isinstance(recorded, str):
+        return None
+    theirs, ours = _version_key(recorded), _version_key(kgagent.__version__)
+    return recorded if theirs and ours and theirs > ours else None
+
+
 def _built_from(recorded: dict[str, Any]) -> str:
     """`` from <file>`` when the manifest names the weights file its encoder was loaded from."""
     weights = recorded.get("weights")
@@ -228,8 +248,10 @@ class Lifecycle(MemoryCore):
         self.read_only = read_only
         self._db = None
         self._lock = None
-        #: what this open migrated, in one line for the user (None: nothing to migrate)
-        self.migrated: str | None = None
+        #: what this open did or found that the user should know, a line each (a migration
+        #: and the backup it kept; a memory last written by a newer kgagent)
+        self.notes: list[str] = []
+        self._migrated: str | None = None
         ensure_open_files(writing=not read_only)  # before anything is opened or written
         if path.exists() and not path.is_dir():
             raise MemoryStoreError(
@@ -365,9 +387,16 @@ class Lifecycle(MemoryCore):
             commit_timeout=commit_timeout(config),
         )
         self._finish_open(encoder, latest)
-        if self.migrated is not None:
+        if self._migrated is not None:
             kept = f"; the memory as it was is kept in {backup}" if backup else ""
-            self.migrated = f"{self.migrated}{kept}"
+            self.notes.append(f"{self._migrated}{kept}")
+        newer = _newer_writer(manifest.get("kgagent_version"))
+        if newer and not read_only:
+            self.notes.append(
+                f"{path} was last written by kgagent {newer}, newer than this one "
+                f"({kgagent.__version__}); it has the schema this one knows, and its manifest "
+                f"will name {kgagent.__version__} as its last writer"
+            )
 
     def _check_manifest(self, manifest: dict[str, Any], encoder: EncoderSpec | None) -> None:
         """Engine, schema version, encoder and thresholds: refused before anything is written."""
@@ -403,7 +432,7 @@ class Lifecycle(MemoryCore):
             migrations.apply(self._db, todo)
             old = int(self.manifest.get("schema_version", 0))
             if old:  # not a memory being made (version 0: its tables are new)
-                self.migrated = f"migrated {self.path} from schema version {old} to {latest}"
+                self._migrated = f"migrated {self.path} from schema version {old} to {latest}"
         if not self.read_only and (
             self.manifest.get("schema_version") != latest or "memory_id" not in self.manifest
         ):

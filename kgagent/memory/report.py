@@ -9,6 +9,7 @@ from typing import Any
 
 from kgagent.memory.core import MemoryCore
 from kgagent.memory.engine import engine_version
+from kgagent.memory.files import memory_identity
 from kgagent.memory.lock import writer_holder
 from kgagent.records import GraphStats
 
@@ -54,7 +55,12 @@ class Report(MemoryCore):
         """What `kgagent memory info` shows."""
         out: dict[str, Any] = {
             "path": str(self.path),
-            "memory_id": self.manifest.get("memory_id"),
+            # a memory from before ids: the id a merge, an import and the next writer give it
+            "memory_id": (
+                memory_identity(self.manifest)
+                if "memory_id" in self.manifest or "created" in self.manifest
+                else None
+            ),
             "engine": f"{self.engine} {engine_version(self.engine)}",
             "schema_version": self.manifest.get("schema_version"),
             "kgagent_version": self.manifest.get("kgagent_version"),

@@ -382,17 +382,17 @@ def test_older_schema_migrated_after_backup(populated, config: Config, monkeypat
         assert m.manifest["schema_version"] == old + 1
         # what the open did is said, naming the copy it kept (the CLI prints this line)
         said = f"migrated {populated.path} from schema version {old} to {old + 1}; "
-        assert m.migrated is not None and m.migrated.startswith(said), m.migrated
-        assert m.migrated.endswith(f"-schema-v{old}"), m.migrated
+        assert len(m.notes) == 1 and m.notes[0].startswith(said), m.notes
+        assert m.notes[0].endswith(f"-schema-v{old}"), m.notes
         versions = [r["version"] for r in m._q("migrations_applied")]
         assert versions == list(range(1, old + 2))
         m.cypher("CREATE (:Note {id: 'n1', text: 'hi'})", write=True)
         assert m.stats().as_row() == populated.stats  # data kept
     backups = list((populated.path / "backups").iterdir())
     assert len(backups) == 1 and backups[0].name.endswith(f"schema-v{old}")
-    assert m.migrated.endswith(f"the memory as it was is kept in {backups[0]}")
+    assert m.notes[0].endswith(f"the memory as it was is kept in {backups[0]}")
     with Memory.open(populated.path, config, encoder=ENC) as again:  # nothing more to do
-        assert again.migrated is None
+        assert again.notes == []
     assert read_manifest(backups[0])["schema_version"] == old
     assert (backups[0] / "graph.db").exists()
     assert read_manifest(populated.path)["schema_version"] == old + 1
@@ -422,3 +422,38 @@ def test_not_a_memory_and_missing_memory(tmp_path) -> None:
     with pytest.raises(MemoryStoreError, match="no kgagent memory"):
         Memory.open(tmp_path / "none", Config(), read_only=True)
     assert not (tmp_path / "none").exists()
+
+
+def test_info_of_a_memory_from_before_ids_shows_the_id_it_is_known_by(populated) -> None:
+    """`memory info` showed a blank id for a memory whose manifest predates ids, though a
+    merge, an import and the next writer all know it by one derived from its manifest."""
+    manifest = read_manifest(populated.path)
+    del manifest["memory_id"]
+    write_manifest(populated.path, manifest)
+    with Memory.open(populated.path, Config(), read_only=True) as m:
+        shown = m.info()["memory_id"]
+    assert shown and len(shown) == 32
+    with Memory.open(populated.path, Config(), encoder=ENC):  # a writer records one
+        pass
+    assert read_manifest(populated.path)["memory_id"] == shown
+
+
+def test_a_memory_last_written_by_a_newer_kgagent_is_said_before_the_stamp_changes(
+    populated,
+) -> None:
+    """A writer re-stamps `kgagent_version`; one older than the last writer said nothing."""
+    import kgagent
+
+    manifest = read_manifest(populated.path)
+    manifest["kgagent_version"] = "99.0.1"
+    write_manifest(populated.path, manifest)
+    with Memory.open(populated.path, Config(), read_only=True) as reader:
+        assert reader.notes == []  # a reader changes nothing
+    with Memory.open(populated.path, Config(), encoder=ENC) as m:
+        assert m.notes == [
+            f"{populated.path} was last written by kgagent 99.0.1, newer than this one "
+            f"({kgagent.__version__}); it has the schema this one knows, and its manifest "
+            f"will name {kgagent.__version__} as its last writer"
+        ]
+    with Memory.open(populated.path, Config(), encoder=ENC) as again:
+        assert again.notes == []
