@@ -133,7 +133,9 @@ def import_memory(
                     raise
                 raise NothingImported(target, limit) from None
             say("moving the imported memory into place")
-            _place(new, target, replacing, work)
+            kept = _place(new, target, replacing, work)
+            if kept:  # `runs list` shows the replaced memory's runs: say why
+                say(f"kept what the replaced memory's directory held beside it: {', '.join(kept)}")
         finally:
             owner.release()
             staging.remove(work)
@@ -144,6 +146,7 @@ def import_memory(
             "engine": engine,
             "source_engine": meta.get("source_engine"),
             "replaced": replacing,
+            "kept": kept,
             "seconds": round(time.time() - t0, 2),
         }
     )
@@ -411,8 +414,9 @@ def _verify_built(new: Path, meta: dict[str, Any], cfg: Config) -> dict[str, Any
         mem.close()
 
 
-def _place(new: Path, target: Path, replacing: bool, work: Path) -> None:
-    """Move the new memory into place; a replaced one ends up in ``work`` (then deleted)."""
+def _place(new: Path, target: Path, replacing: bool, work: Path) -> list[str]:
+    """Move the new memory into place; a replaced one ends up in ``work`` (then deleted).
+    The names carried over from the replaced memory's directory (:func:`_carry_over`)."""
     if not replacing:
         try:
             os.rename(new, target)  # onto nothing, or onto an empty directory
@@ -423,18 +427,20 @@ def _place(new: Path, target: Path, replacing: bool, work: Path) -> None:
                     "to replace it"
                 ) from None
             raise ArchiveError(f"cannot move the memory to {target}: {e.strerror or e}") from None
-        return
-    _carry_over(target, new)
+        return []
+    kept = _carry_over(target, new)
     if SWAP_BY_EXCHANGE and staging.exchange(new, target):
-        return  # the old memory is now at ``new``, deleted with the work directory
+        return kept  # the old memory is now at ``new``, deleted with the work directory
     staging.swap(new, target, work)
+    return kept
 
 
-def _carry_over(old: Path, new: Path) -> None:
+def _carry_over(old: Path, new: Path) -> list[str]:
     """What the user keeps in a memory's directory beyond the store (step logs in
     ``runs/``, migration ``backups/``, their own files) goes with the replaced memory's
     directory into the new one: linked where it can be, else copied, before the swap,
-    so a kill at any moment loses nothing."""
+    so a kill at any moment loses nothing. The names carried, ``runs/`` for a folder."""
+    kept: list[str] = []
     for entry in sorted(old.iterdir()):
         if entry.name in STORE or entry.name.startswith(GRAPH + "."):
             continue  # the store's own (a WAL of the old database is not the new one's)
@@ -451,3 +457,6 @@ def _carry_over(old: Path, new: Path) -> None:
                 f"cannot keep {entry} in the replaced memory ({e.strerror or e}); "
                 "the old memory is unchanged"
             ) from None
+        is_dir = entry.is_dir() and not entry.is_symlink()
+        kept.append(f"{entry.name}/" if is_dir else entry.name)
+    return kept

@@ -187,7 +187,12 @@ def test_force_keeps_what_the_user_kept_in_the_memorys_directory(exported, targe
     inside = target / "self.tar.gz"
     shutil.copy2(archive, inside)  # the archive imported lives in the memory it replaces
     (target / (GRAPH + ".wal")).write_bytes(b"the old database's")
-    import_memory(inside, target, force=True)
+    said: list[str] = []
+    summary = import_memory(inside, target, force=True, progress=said.append)
+    # said, since `runs list` will show the replaced memory's runs
+    kept = ["backups/", "notes.txt", "runs/", "self.tar.gz"]
+    assert summary["kept"] == kept
+    assert f"kept what the replaced memory's directory held beside it: {', '.join(kept)}" in said
     assert (target / "runs" / "r1.jsonl").read_text() == '{"type": "run"}\n'
     assert (target / "backups" / "mine").is_dir() and (
         target / "notes.txt"
