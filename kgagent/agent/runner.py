@@ -114,6 +114,19 @@ class _StopFlag:
         if self._on_stop is not None:
             self._on_stop()
 
+    def ask(self) -> None:
+        """The graceful stop, asked from Python (:meth:`Runner.stop`, from any thread): as
+        the first signal does, with no signal (:attr:`signum` stays None)."""
+        if self.stop:
+            return
+        self.stop = True
+        try:
+            self._log("stop asked: finishing the current step, then stopping")
+        except (OSError, ValueError):
+            pass
+        if self._on_stop is not None:
+            self._on_stop()  # a brain's interrupt only sets its flag from another thread
+
     def __exit__(self, *exc: object) -> None:
         if self.signum is not None:
             silence_gone_outputs()  # a pipe's reader that went with the terminal meanwhile
@@ -135,6 +148,8 @@ class Runner:
     returns the summary with :attr:`stop_signal` set: a script running several runs
     checks it to stop too. A second Ctrl-C aborts: the step log's summary is written,
     the memory closed, and ``KeyboardInterrupt`` raised (:attr:`last_summary` holds it).
+    Signals reach only a run in the main thread: a run in another thread (a notebook's,
+    a GUI's) is stopped the same graceful way with :meth:`stop`.
     """
 
     def __init__(
@@ -170,8 +185,20 @@ class Runner:
         #: the last run's summary, also when it ended by raising (an abort, an error)
         self.last_summary: RunSummary | None = None
         self._steps = 0
+        self._stop_asked = False  # stop() was called: the run going on (or next) stops
+        self._flag: _StopFlag | None = None  # the run's, while its steps run
         self._stamp = ""  # the run's start, in its log names (run() sets it)
         self._start: datetime | None = None  # the same, with its UTC offset (the header's)
+
+    def stop(self) -> None:
+        """Stop the run going on after its current step, as the first Ctrl-C does: from any
+        thread. :meth:`run` then returns its summary (``stopped``: ``interrupted``), with
+        :attr:`stop_signal` None. A run still starting stops before its first step; one
+        called when no run goes on stops the next :meth:`run` before its first step."""
+        self._stop_asked = True
+        flag = self._flag
+        if flag is not None:
+            flag.ask()
 
     def _build(self) -> tuple[StateEncoder, Segmenter, Brain]:
         from kgagent.brain import make_brain
@@ -293,6 +320,9 @@ class Runner:
             in_episode = 0
             bar = _progress(n_steps, self.progress)
             with log_path.open("w") as fh, _StopFlag(self.log, brain.interrupt) as flag:
+                self._flag = flag
+                if self._stop_asked:  # stop() while the run was starting
+                    flag.ask()
                 started = True
                 out = RunLogWriter(fh)
                 reader = str(getattr(agent.observer.reader, "identity", "?"))
@@ -369,7 +399,8 @@ class Runner:
                         ends=ends,
                         episodes=episodes,
                     )
-                    if stopped == "interrupted":  # a second Ctrl-C raises before a flag
+                    if stopped == "interrupted" and not (flag.signum is None and flag.stop):
+                        # a signal's; a second Ctrl-C raises before a flag (stop(): None)
                         self.stop_signal = flag.signum or signal.SIGINT
                     summary.episodes = episodes
                     summary.error = error
@@ -390,6 +421,7 @@ class Runner:
             unstarted = created and not started
             raise
         finally:
+            self._flag, self._stop_asked = None, False
             try:
                 if env is not None:
                     env.close()
