@@ -53,7 +53,7 @@ from kgagent.runlog import (
 from kgagent.seeding import player_rng
 
 from .baselines import make_agent
-from .screen import Screen
+from .screen import Screen, call_env
 
 Log = Callable[[str], None]
 
@@ -301,7 +301,7 @@ class Runner:
             env = self._make_env()
             restart = env.restarts if cfg.run.restart is None else cfg.run.restart
             log_path = self.log_file()
-            env.reset(seed=cfg.run.seed)
+            call_env(env, "reset", env.reset, seed=cfg.run.seed)
             if env.live and cfg.desktop.noise_probe_s > 0:
                 self._probe_noise(env)  # before the agent copies the config
             agent = make_agent(
@@ -342,7 +342,7 @@ class Runner:
                                 stopped = end
                                 break
                             episodes += 1
-                            env.reset(seed=cfg.run.seed + episodes - 1)
+                            call_env(env, "reset", env.reset, seed=cfg.run.seed + episodes - 1)
                             agent.new_episode()
                             screen, in_episode = self._screen(env), 0
                             truth = {}  # the new episode's, also if it ends before a step

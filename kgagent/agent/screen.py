@@ -56,13 +56,13 @@ def rgb(frame: object, env: Env) -> np.ndarray:
 STEP_RETURNS = "(obs, reward, terminated, truncated, info)"
 
 
-def call_env(env: Env, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+def call_env(env: Env, what: str, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
     """``fn(*args)``, a call into an environment; what its own code raises is one line
     naming the environment, the call and the exception (``--debug`` shows its traceback),
     as ``gym:ID`` games say it. kgagent's own errors (a window closed, an action refused)
     and a machine out of memory (the CLI says that in its own words) pass as they are."""
     try:
-        return fn(*args)
+        return fn(*args, **kw)
     except (KGAgentError, MemoryError):
         raise
     except Exception as e:

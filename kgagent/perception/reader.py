@@ -47,7 +47,7 @@ from typing import Any, Protocol, runtime_checkable
 import cv2
 import numpy as np
 
-from kgagent.errors import ConfigError, WeightsUnavailable
+from kgagent.errors import ConfigError, KGAgentError, WeightsUnavailable
 from kgagent.records import label_key, names_control
 
 __all__ = [
@@ -142,8 +142,17 @@ def check_reader(reader: Any) -> TextReader:
 def read_checked(reader: TextReader, crops: Sequence[np.ndarray]) -> list[Reading]:
     """``reader.read(crops)`` when it is what a reader returns (:data:`READER_CONTRACT`);
     a reader of one's own that returns anything else is told so in one line, not by a
-    failure where its readings are used."""
-    out = reader.read(crops)
+    failure where its readings are used; so is an exception it raises (its type and
+    message, the traceback kept for ``--debug``)."""
+    try:
+        out = reader.read(crops)
+    except (KGAgentError, MemoryError):
+        raise
+    except Exception as e:
+        name = getattr(reader, "identity", type(reader).__name__)
+        raise ConfigError(
+            f"reader {name!r} failed in read(): {type(e).__name__}: {' '.join(str(e).split())}"
+        ) from e
     if isinstance(out, (list, tuple)) and len(out) == len(crops):
         wrong = next((r for r in out if not isinstance(r, Reading)), None)
         if wrong is None:

@@ -149,3 +149,30 @@ def test_an_encoder_returning_other_than_its_dim_is_named(cfg, tmp_path) -> None
         f"encoder 'baddim:v1' returned {n} values for one screen but declares dim 10: "
         "encode(images) returns an (n, dim) array, one row per image"
     )
+
+
+class RaisingReader:
+    identity = "raiser"
+
+    def read(self, crops):
+        raise ValueError("my model is not loaded")
+
+
+def test_a_reader_that_raises_is_one_line_naming_it(cfg, tmp_path) -> None:
+    with pytest.raises(ConfigError) as e:
+        toy_runner(cfg, tmp_path / "m", ToyEnv(), reader=RaisingReader()).run(3)
+    said = "reader 'raiser' failed in read(): ValueError: my model is not loaded"
+    assert str(e.value) == said and isinstance(e.value.__cause__, ValueError)
+
+
+class ResetBoom(ToyEnv):
+    def reset(self, seed=None):
+        raise OSError("the level file is missing")
+
+
+def test_an_exception_in_reset_names_the_env_and_the_call(cfg, tmp_path) -> None:
+    mem = tmp_path / "m"
+    with pytest.raises(EnvironmentError_) as e:
+        toy_runner(cfg, mem, ResetBoom()).run(3)
+    assert str(e.value) == "environment 'toy' failed in reset(): OSError: the level file is missing"
+    assert not mem.exists()  # it never started: the memory it made is gone
