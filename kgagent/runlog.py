@@ -106,6 +106,9 @@ class StepRecord:
     actions: int = 0  # concrete actions sent to the program this step
     cluster_id: str | None = None
     explore_prob: float | None = None
+    #: why the step took its path (kgagent/agent/decision.py): stage 1's candidates and
+    #: draws, stage 2's clusters and arms, each list bounded
+    decision: dict[str, Any] = field(default_factory=dict)
     skills_added: list[str] = field(default_factory=list)
     skills_pruned: list[str] = field(default_factory=list)
     skills_suspended: list[str] = field(default_factory=list)

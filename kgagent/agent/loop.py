@@ -30,6 +30,7 @@ from kgagent.records import Skill
 from kgagent.runlog import ExecutionRecord, StepRecord
 
 from .augmenter import Augmenter
+from .decision import cluster_decision, hq_decision
 from .episode import Episode
 from .evaluation import Evaluator, SkillHistory
 from .executor import execute
@@ -127,11 +128,11 @@ class Agent:
         """
         state = obs.state
         # Eq. 2-3, minus the skills that just failed to progress from here (anti-cycling).
+        found = self.mem.hq_candidates(state.id)
         candidates = [
-            c
-            for c in self.mem.hq_candidates(state.id)
-            if not self.episode.is_stale(state.id, c.skill_id, self.step_no)
+            c for c in found if not self.episode.is_stale(state.id, c.skill_id, self.step_no)
         ]
+        hq = rec.decision["hq"] = hq_decision(candidates, len(found) - len(candidates))
         # Eq. 4 over the candidates that can act on this screen: drawing the whole urn and
         # skipping those that cannot samples exactly the filtered urn, and checks presence
         # only for the skills drawn.
@@ -141,7 +142,10 @@ class Agent:
                 break
             skill = self.mem.get_skill(cand.skill_id)
             if skill.status != "active" or not can_act(skill, obs.present):
-                continue  # suspended or pruned by an earlier attempt; or cannot start here
+                # suspended or pruned by an earlier attempt; or cannot start here
+                hq["skipped"]["inactive" if skill.status != "active" else "cannot_start"] += 1
+                continue
+            hq["ran"].append(skill.id)
             attempts += 1
             ex = self.run_skill(screen, skill, "hq", obs, rec)  # lines 9-11
             rec.executions.append(ex)
@@ -189,11 +193,13 @@ class Agent:
                 )
             )
         if not views:
+            rec.decision["cluster"] = cluster_decision(0, None)
             return None
         state_id = obs.state.id
         view = self.observer.view(obs.image, obs.feature, state_id, "choose_cluster")
         cluster_id = self.brain.choose_cluster(view, views)
         if cluster_id is None or cluster_id not in members_of:
+            rec.decision["cluster"] = cluster_decision(len(views), None)
             return None  # no cluster fits: augmentation
         rec.cluster_id = cluster_id
         n_i = self.mem.record_cluster_selection(cluster_id)
@@ -213,6 +219,7 @@ class Agent:
             [can_start(s, obs.present) for s in members],
         )
         rec.explore_prob = choice.explore_prob
+        rec.decision["cluster"] = cluster_decision(len(views), cluster_id, choice, len(members))
         return choice
 
     def run_skill(
