@@ -72,6 +72,10 @@ class ExecutionRecord:
     r_novel: float = 0.0
     r_total: float = 0.0
     evaluated: bool = False
+    #: the brain's judgement behind R_progress and R_semantic (``consistent``,
+    #: ``progressive``, ``reason``, at most 300 characters); None: not evaluated, or the
+    #: brain could not judge
+    judgement: dict[str, Any] | None = None
     valid_transition: bool = False
     actions: int = 0
     error: str | None = None

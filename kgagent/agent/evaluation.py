@@ -173,6 +173,12 @@ class Evaluator:
         out.echo = tr.echo
         self.episode.visited.add(hit_j.id)
         judgement: Judgement | None = self.brain.evaluate(self.history.view(skill), tr)
+        if judgement is not None:  # the why of R_progress and R_semantic, in the step log
+            out.judgement = {
+                "consistent": judgement.consistent,
+                "progressive": judgement.progressive,
+                "reason": " ".join(str(judgement.reason).split())[:300],
+            }
         self.episode.mark_stale(state_id, skill.id, judgement, step)
         terms = self.rewards(judgement, state_id, hit_j)  # Eq. 9-11
         if tr.echo:  # only a text field showed what was typed: the program did nothing

@@ -46,3 +46,16 @@ def test_every_step_says_what_its_path_was_chosen_from(cfg, tmp_path) -> None:
         if ran:
             seen.add("hq")
     assert {"hq", "cluster"} <= seen, seen
+
+
+def test_an_evaluated_execution_carries_the_judgement_behind_its_rewards(cfg, tmp_path) -> None:
+    cfg.run.env, cfg.run.seed = "civgame", 2
+    s = Runner(cfg, memory_path=tmp_path / "m", progress=False, log=lambda m: None).run(25)
+    _, steps, _ = read_log(s.log_path)
+    judged = [e for r in steps for e in r["executions"] if e["judgement"] is not None]
+    assert judged and all(e["evaluated"] for e in judged)
+    for e in judged:
+        j = e["judgement"]
+        assert j["reason"].startswith("change=") and len(j["reason"]) <= 300
+        # the offline brain's terms follow its judgement (docs/brains.md)
+        assert (e["r_semantic"] > 0) == bool(j["consistent"]) or e["echo"]
