@@ -125,7 +125,7 @@ def test_with_the_guard_fooled_the_kernel_still_keeps_a_read_query_off_the_files
     ok = run(
         "query", "--memory", str(mem), "MATCH (s:State) RETURN count(*) AS n", "--format", "csv"
     )
-    assert ok.exit_code == 0 and ok.output.split() == ["n", "3"]  # reads still work
+    assert (ok.exit_code, ok.output.split()) == (0, ["n", "3"]), ok.output  # reads still work
     allowed = run(
         "query",
         "--memory",
@@ -154,7 +154,7 @@ def test_checkpoint_leaves_no_shadow_and_readers_still_open(mem: Path) -> None:
     ok = run(
         "query", "--memory", str(mem), "MATCH (s:State) RETURN count(*) AS n", "--format", "csv"
     )
-    assert ok.exit_code == 0 and ok.output.split() == ["n", "3"]
+    assert (ok.exit_code, ok.output.split()) == (0, ["n", "3"]), ok.output
 
 
 def test_memory_cypher_refuses_as_the_viewer_would_use_it(mem: Path, tmp_path: Path) -> None:
