@@ -22,6 +22,7 @@ from click.core import ParameterSource
 from kgagent.config import Config, read_text_limited
 from kgagent.errors import KGAgentError
 from kgagent.paths import resolve_memory_path
+from kgagent.runlog import tell
 
 from .output import format_option
 
@@ -134,7 +135,7 @@ def open_memory(path: Path, config: Config, *, write: bool) -> Any:
 
     mem = Memory.open(path, config, read_only=not write, create=False)
     for note in mem.notes:
-        click.echo(note, err=True)
+        tell(note)
     return mem
 
 

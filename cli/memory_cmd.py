@@ -41,7 +41,7 @@ def info_cmd(migrate: bool, memory: Path, config: Config, fmt: str) -> None:
     mem = open_memory(memory, config, write=migrate)
     warning = leftovers_warning(Path(memory))
     if warning:
-        click.echo(warning, err=True)
+        tell(warning)
     try:
         record = mem.info()
     finally:

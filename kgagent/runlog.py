@@ -614,6 +614,31 @@ def tell(line: str) -> None:
             raise
 
 
+class StderrUntilGone:
+    """Standard error for a progress bar (tqdm writes there itself, not through
+    :func:`tell`): a write or flush that finds nobody reading any more points the outputs
+    that lead nowhere at /dev/null, as :func:`tell` does, instead of raising out of the
+    step that drew the bar. Everything else is the current ``sys.stderr``'s."""
+
+    def write(self, text: str) -> int:
+        try:
+            return sys.stderr.write(text)
+        except OSError as e:
+            if e.errno not in (errno.EPIPE, errno.EIO) or not silence_gone_outputs():
+                raise
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            sys.stderr.flush()
+        except OSError as e:
+            if e.errno not in (errno.EPIPE, errno.EIO) or not silence_gone_outputs():
+                raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(sys.stderr, name)
+
+
 def silence_gone_outputs(fds: Iterable[int] = (1, 2)) -> list[int]:
     """Point those of standard output and error that lead nowhere any more at /dev/null:
     a terminal that hung up (closed: SIGHUP; writing there fails with EIO) or a pipe whose

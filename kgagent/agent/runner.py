@@ -21,7 +21,6 @@ import operator
 import re
 import shutil
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from kgagent.runlog import (
     LOG_VERSION,
     RunLogWriter,
     RunSummary,
+    StderrUntilGone,
     StepRecord,
     silence_gone_outputs,
     summarise,
@@ -565,7 +565,7 @@ def _progress(total: int, enabled: bool) -> Any:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="play", unit="step", file=sys.stderr, dynamic_ncols=True)
+    return tqdm(total=total, desc="play", unit="step", file=StderrUntilGone(), dynamic_ncols=True)
 
 
 def _postfix(rec: StepRecord, records: list[dict[str, Any]]) -> str:

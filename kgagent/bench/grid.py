@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from kgagent.bench.results import collect, held_grid, kept_records, run_meta, wr
 from kgagent.bench.spec import Cell, Grid
 from kgagent.brain.endpoint import Redactor
 from kgagent.errors import KGAgentError
+from kgagent.runlog import tell
 
 if TYPE_CHECKING:
     from kgagent.memory.lock import HeldLock
@@ -146,10 +146,9 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
     if todo and not opts.report_only:
         other = results_elsewhere(grid, out)
         if other is not None and opts.progress:
-            print(
+            tell(
                 f"note: {out.absolute()} does not exist, {other} holds this grid's results: "
-                f"the grid starts afresh here (give --out {other} to resume there)",
-                file=sys.stderr,
+                f"the grid starts afresh here (give --out {other} to resume there)"
             )
         out.mkdir(parents=True, exist_ok=True)
         held = _lock_results(out)

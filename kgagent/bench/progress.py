@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
+
+from kgagent.runlog import StderrUntilGone
 
 
 class GridProgress:
@@ -18,7 +19,7 @@ class GridProgress:
             from tqdm import tqdm
 
             self._bar = tqdm(
-                total=total, desc=label, unit="cell", file=sys.stderr, dynamic_ncols=True
+                total=total, desc=label, unit="cell", file=StderrUntilGone(), dynamic_ncols=True
             )
             self._refresh()
 
@@ -42,7 +43,7 @@ class GridProgress:
 
     def write(self, line: str) -> None:
         if self._bar is not None:
-            self._bar.write(line, file=sys.stderr)
+            self._bar.write(line, file=StderrUntilGone())
 
     def _refresh(self) -> None:
         if self._bar is not None:

@@ -247,3 +247,33 @@ def test_a_reader_gone_from_the_pipe_does_not_stop_a_run_or_an_export(tmp_path: 
     archive = tmp_path / "m.tgz"
     assert _first_line_then_close(["memory", "export", str(archive), "--memory", str(mem)]) == 0
     assert archive.is_file() and archive.stat().st_size > 0
+
+
+_BARS_INTO_A_GONE_PIPE = """
+import os, sys
+from kgagent.agent.runner import _progress
+from kgagent.bench.progress import GridProgress
+
+read, write = os.pipe()
+os.close(read)  # the reader went after the run's first lines, before the bar's next draw
+os.dup2(write, 2)
+bar = _progress(3, True)
+bar.update(1)
+bar.refresh()
+bar.close()
+grid = GridProgress(2)
+grid.finish({"status": "failed", "key": "a", "error": "x"})
+grid.close()
+print("gone" if os.path.samestat(os.fstat(2), os.stat(os.devnull)) else "kept")
+"""
+
+
+def test_a_progress_bar_drawn_after_its_reader_went_does_not_stop_the_work() -> None:
+    """tqdm writes standard error itself: a draw into a pipe nobody reads any more points
+    the outputs that lead nowhere at /dev/null, as a progress line does, instead of raising
+    out of the step (`kgagent play 2>&1 | head -1` exited 1 when the bar drew first)."""
+    res = subprocess.run(
+        [sys.executable, "-c", _BARS_INTO_A_GONE_PIPE], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.strip() == "gone"
