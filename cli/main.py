@@ -102,9 +102,13 @@ class _StopSignals:
 
     SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
-    def __init__(self) -> None:
+    def __init__(self, *, ends_process: bool = False) -> None:
         #: the signal that stopped the command (the first one), None when none came
         self.signum: int | None = None
+        #: the signal a command stopped on its own way (:meth:`taken`)
+        self.taken_signum: int | None = None
+        #: the process ends with the command (the ``kgagent`` program, not a test's runner)
+        self.ends_process = ends_process
         self._old: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -115,17 +119,29 @@ class _StopSignals:
             if sig == signal.SIGHUP and old is signal.SIG_IGN:
                 continue
             self._old[sig] = old
-            signal.signal(sig, self._handler)
+            signal.signal(sig, self)
 
-    def _handler(self, signum: int, frame: Any) -> None:
+    def __call__(self, signum: int, frame: Any) -> None:
         silence_gone_outputs()  # a closed terminal: what the cleanup prints goes nowhere
-        if self.signum is not None:
+        if self.signum is not None or self.taken_signum is not None:
             return
         self.signum = signum
         raise StopSignal(signum)
 
+    def taken(self, signum: int) -> None:
+        """The command stopped on ``signum`` its own way (``play``'s run finished its step:
+        kgagent/agent/runner.py's ``_StopFlag`` tells the handler it replaced): a later
+        SIGTERM or SIGHUP is ignored, so that the run's summary is still printed and the
+        exit code stays the first signal's."""
+        if self.signum is None and self.taken_signum is None:
+            self.taken_signum = signum
+
     def restore(self) -> None:
+        stopping = self.signum is not None or self.taken_signum is not None
         for sig, old in self._old.items():
+            if stopping and self.ends_process:
+                old = signal.SIG_IGN  # the process is ending on a stop: another one does not
+                # cut its exit short (SIGKILL still does)
             signal.signal(sig, old if old is not None else signal.SIG_DFL)
         self._old.clear()
 
@@ -169,8 +185,9 @@ class KGAgentGroup(click.Group):
             raise _usage(e) from None
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
-        stop = _StopSignals()
-        ctx.ensure_object(dict)["stop_signals"] = stop  # installed by `cli` for the command
+        obj = ctx.ensure_object(dict)
+        stop = _StopSignals(ends_process=bool(obj.get("ends_process")))
+        obj["stop_signals"] = stop  # installed by `cli` for the command
         try:
             try:
                 result = super().invoke(ctx)
@@ -271,7 +288,7 @@ _register()
 
 
 def main() -> None:
-    cli(prog_name="kgagent")
+    cli(prog_name="kgagent", obj={"ends_process": True})
 
 
 if __name__ == "__main__":

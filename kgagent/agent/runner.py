@@ -133,6 +133,11 @@ class _StopFlag:
         for sig, old in self._old.items():
             if old is not None:  # None: a handler not set from Python, which cannot be put back
                 signal.signal(sig, old)
+            taken = getattr(old, "taken", None)
+            if self.signum is not None and callable(taken):
+                # a handler that would have stopped the command (the CLI's): the stop was
+                # made here, so it takes a later signal as answered
+                taken(self.signum)
 
 
 class Runner:

@@ -99,6 +99,36 @@ def test_sighup_finishes_the_step_and_writes_the_summary(tmp_path: Path) -> None
     assert proc.returncode == 128 + signal.SIGHUP, err
 
 
+def test_a_second_sighup_while_the_stopped_run_ends_changes_nothing(tmp_path: Path) -> None:
+    """The run has written its summary and is putting itself away when another SIGHUP comes
+    (a shell that hangs up its jobs as the terminal goes): the summary table is still
+    printed and the exit code is the first signal's, not death by SIGHUP."""
+    logs = tmp_path / "logs"
+    proc = subprocess.Popen(
+        _play(tmp_path / "mem", logs),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        log = _wait_for_steps(proc, logs, 3)
+        proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            if _lines(log)[-1]["type"] == "summary":
+                proc.send_signal(signal.SIGHUP)
+                break
+            time.sleep(0.005)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    _summarised(log)
+    assert "Traceback" not in err and "(interrupted)" in out, err
+    assert proc.returncode == 128 + signal.SIGHUP, err
+
+
 def test_sighup_after_the_output_pipes_lost_their_reader(tmp_path: Path) -> None:
     """``kgagent play 2>&1 | tee``, the terminal closed: the pipes' reader goes first."""
     logs = tmp_path / "logs"

@@ -118,7 +118,7 @@ def test_sigterm_stops_an_export_and_leaves_no_temporary(memories, tmp_path) -> 
         signal.SIGTERM,
     )
     _stopped_cleanly(rc, err, signal.SIGTERM)
-    assert _beside(out) == []
+    assert _beside(out) == [], err
     assert out.read_bytes() == b"the archive before"
 
 
