@@ -385,7 +385,13 @@ class Runner:
                 finally:
                     if bar is not None:
                         bar.close()
-                    agent.finish()
+                    finishing: Exception | None = None
+                    try:
+                        agent.finish()  # writes too: a full disk may refuse it
+                    except Exception as e:
+                        if error is None:  # else the steps' error, in flight, goes on
+                            finishing = e  # raised once the summary is written
+                            stopped, error = "error", _one_line(e)
                     for note in env.notes():
                         self.log(note)
                     if not truth:
@@ -422,6 +428,8 @@ class Runner:
                     self.last_summary = summary
                     if closing is not None:
                         raise closing
+                    if finishing is not None:
+                        raise finishing
         except BaseException:
             unstarted = created and not started
             raise
