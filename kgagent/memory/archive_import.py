@@ -39,6 +39,7 @@ from kgagent.memory.archive_format import (
 )
 from kgagent.memory.archive_rows import check_rows
 from kgagent.memory.archive_verify import check_compatible, extract_verified
+from kgagent.memory.diskspace import DiskSpaceError
 from kgagent.memory.engine import GraphDB, GraphWriteError, engine_name
 from kgagent.memory.files import (
     MANIFEST,
@@ -68,6 +69,13 @@ class NothingImported(ArchiveError):
         super().__init__(f"the import wrote nothing to {target}: {reason}")
         self.reason = reason
 
+
+#: What an import refused for space did, and what to do (after the figures, see
+#: :class:`~kgagent.memory.diskspace.DiskSpaceError`).
+NO_SPACE = (
+    "the import wrote nothing there. Free some space (or import into a folder on a larger "
+    "disk) and run again"
+)
 
 #: A memory directory's own entries, which an import replaces; anything else in it is
 #: the user's and is kept (:func:`_carry_over`).
@@ -115,10 +123,10 @@ def import_memory(
         try:
             staged = work / "archive"
             staged.mkdir()
-            meta, manifest = extract_verified(archive, staged, say)
-            version = check_compatible(meta, manifest, expect_encoder)
             new = work / staging.NEW
             try:
+                meta, manifest = extract_verified(archive, staged, say)
+                version = check_compatible(meta, manifest, expect_encoder)
                 _build(staged, new, meta, manifest, version, engine, cfg, say)
                 summary = _verify_built(new, meta, cfg)
             except GraphWriteError as e:
@@ -132,6 +140,8 @@ def import_memory(
                 if limit is None:
                     raise
                 raise NothingImported(target, limit) from None
+            except DiskSpaceError as e:  # met on the work folder: say it of the target
+                raise e.reworded(target, NO_SPACE) from None
             say("moving the imported memory into place")
             kept = _place(new, target, replacing, work)
             if kept:  # `runs list` shows the replaced memory's runs: say why

@@ -36,8 +36,51 @@ RECHECK_S = 1.0
 INTERRUPT_GRACE_S = 5.0
 
 
+#: What a writer that stops at the reserve did, and what to do (``kgagent play``'s words).
+STOPPED = (
+    "stopped before the disk fills (everything committed is kept). Free some space, or "
+    "move the memory, and run again"
+)
+
+
 class DiskSpaceError(MemoryStoreError):
-    """The memory's file system has less free space than the reserve."""
+    """The memory's file system has less free space than the reserve (plus what a copy
+    about to begin needs). ``free``, ``reserve`` and ``extra`` are the figures, so a
+    caller whose guard watched an internal folder can say it again in its own words
+    (:meth:`reworded`)."""
+
+    def __init__(
+        self,
+        where: Path | str,
+        free: int,
+        reserve: int,
+        outcome: str = STOPPED,
+        *,
+        extra: int = 0,
+        extra_for: str = "",
+    ) -> None:
+        self.where = where
+        self.free = int(free)
+        self.reserve = int(reserve)
+        self.extra = max(0, int(extra))
+        self.extra_for = extra_for
+        if self.extra:
+            below = (
+                f"the {mib(self.reserve + self.extra)} needed ({mib(self.extra)} "
+                f"{extra_for} and the {mib(self.reserve)} reserve)"
+            )
+        else:
+            below = f"the {mib(self.reserve)} reserve"
+        super().__init__(
+            f"only {mib(self.free)} free on the file system of {where}, below {below}; {outcome}"
+        )
+
+    def reworded(self, where: Path | str, outcome: str) -> DiskSpaceError:
+        """The same figures, naming ``where`` (the user's path) and saying ``outcome``
+        (what the command did, and what to do) instead."""
+        return DiskSpaceError(
+            where, self.free, self.reserve, outcome, extra=self.extra, extra_for=self.extra_for
+        )
 
 
 def reserve_bytes(config: Any) -> int:
@@ -62,6 +105,30 @@ def mib(n: int) -> str:
     return f"{n / (1 << 20):.2f} MiB"
 
 
+def require(
+    where: Path | str,
+    reserve: int,
+    outcome: str,
+    *,
+    at: Path | None = None,
+    extra: int = 0,
+    extra_for: str = "",
+) -> None:
+    """Refuse (:class:`DiskSpaceError`) unless the file system of ``at`` (default
+    ``where``) has ``reserve`` plus ``extra`` bytes free; the message names ``where``
+    and ends with ``outcome``. A reserve of 0 turns the check off, as for
+    :class:`SpaceGuard`; a folder that cannot be asked is let through (the write
+    itself will say why)."""
+    if reserve <= 0:
+        return
+    try:
+        free = free_bytes(Path(at if at is not None else where))
+    except OSError:
+        return
+    if free < reserve + max(0, extra):
+        raise DiskSpaceError(where, free, reserve, outcome, extra=extra, extra_for=extra_for)
+
+
 class SpaceGuard:
     """``check()`` before a commit: refuses once free space is below the reserve."""
 
@@ -82,11 +149,7 @@ class SpaceGuard:
             return  # the directory went away: the write itself will say so
         if free < self.reserve:
             self._ok_until = 0.0
-            raise DiskSpaceError(
-                f"only {mib(free)} free on the file system of {self.directory}, below the "
-                f"{mib(self.reserve)} reserve; stopped before the disk fills (everything "
-                "committed is kept). Free some space, or move the memory, and run again"
-            )
+            raise DiskSpaceError(self.directory, free, self.reserve)
         self._ok_until = now + RECHECK_S if free > self.reserve + SLACK_BYTES else 0.0
 
 

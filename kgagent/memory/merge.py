@@ -32,6 +32,7 @@ from kgagent.errors import MemoryStoreError
 from kgagent.memory import migrations, staging
 from kgagent.memory.archive_import import NothingImported
 from kgagent.memory.core import EncoderSpec
+from kgagent.memory.diskspace import DiskSpaceError, require, reserve_bytes
 from kgagent.memory.engine import GraphWriteError, engine_name
 from kgagent.memory.files import ProcessLimitError, read_manifest
 from kgagent.memory.lifecycle import NO_ENCODER_THRESHOLDS
@@ -39,9 +40,11 @@ from kgagent.memory.limits import process_limit
 from kgagent.memory.lock import lock_memory
 from kgagent.memory.merge_place import (
     BUILT,
+    NO_ROOM,
     DestinationGuard,
     MergeError,
     copy_memory,
+    copy_size,
     make_parent,
     merge_lock,
     place,
@@ -62,6 +65,14 @@ COUNTS = tuple(
     for kind in ("states", "objects", "skills", "clusters")
     for what in ("created", "merged", "already_merged")
 ) + ("skill_edges_created", "skill_edges_merged", "state_object_links", "input_stats")
+
+
+#: What a merge refused for space did, and what to do (after the figures, see
+#: :class:`~kgagent.memory.diskspace.DiskSpaceError`).
+NO_SPACE = (
+    "the merge changed nothing there. Free some space (or merge into a folder on a larger "
+    "disk) and run again"
+)
 
 
 def _noop(_msg: str) -> None:
@@ -98,17 +109,34 @@ def merge_memories(
         with contextlib.ExitStack() as held, DestinationGuard(dest) as guard:
             if writer is not None:
                 held.callback(writer.release)
+            # The copy of the destination and the reserve, before anything is written.
+            require(
+                dest,
+                reserve_bytes(cfg),
+                NO_SPACE,
+                at=dest.parent,
+                extra=copy_size(dest) if replacing else 0,
+                extra_for="to copy the memory",
+            )
             work = Path(tempfile.mkdtemp(prefix=work_prefix(dest), dir=dest.parent))
             try:
                 try:
                     srcs = [read_source(p, i, work, dest, cfg, say) for i, p in enumerate(paths)]
+                    spec = _common_encoder(srcs, manifest, dest)
+                    built = work / BUILT
+                    if replacing:
+                        say(f"copying {dest}")
+                        copy_memory(dest, built, guard)
                 except NothingImported as e:  # an archive source, staged beside dest
                     raise MergeError(f"the merge changed nothing at {dest}: {e.reason}") from None
-                spec = _common_encoder(srcs, manifest, dest)
-                built = work / BUILT
-                if replacing:
-                    say(f"copying {dest}")
-                    copy_memory(dest, built, guard)
+                except OSError as e:
+                    if e.errno not in NO_ROOM:
+                        raise
+                    raise MergeError(
+                        f"the merge changed nothing at {dest}: writing its work copy in "
+                        f"{dest.parent} failed ({e.strerror or e}). Free some space (or merge "
+                        "into a folder on a larger disk) and run again"
+                    ) from None
                 try:
                     summary = _build(built, srcs, spec, cfg, say)
                     if not (replacing and not summary["changed"]):
@@ -129,6 +157,8 @@ def merge_memories(
                 else:
                     say(f"putting the merged memory in place at {dest}")
                     place(built, dest, replacing, work)
+            except DiskSpaceError as e:  # met on a work folder: say it of the destination
+                raise e.reworded(dest, NO_SPACE) from None
             finally:
                 staging.remove(work)
     summary.update(

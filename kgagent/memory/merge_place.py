@@ -51,6 +51,8 @@ COPY_CHUNK = 1 << 20
 PREVIOUS = "previous"
 #: The new memory being built (after an exchange: the old one, about to be deleted).
 BUILT = "memory"
+#: Errors of a file system with no room left for this user (full, or the quota spent).
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
 
 class MergeError(MemoryStoreError):
@@ -236,6 +238,21 @@ class DestinationGuard:
                 offset += len(chunk)
             out.flush()
             os.fsync(out.fileno())
+
+
+def copy_size(src: Path) -> int:
+    """Bytes :func:`copy_memory` writes for the memory at ``src`` (what it links costs
+    nothing): the graph database, its log, the manifest, the vectors."""
+    total = 0
+    for entry in src.iterdir():
+        if entry.is_symlink() or entry.name in LINKED:
+            continue
+        if entry.is_dir():
+            total += _size(entry)
+        else:
+            with contextlib.suppress(OSError):
+                total += entry.stat().st_size
+    return total
 
 
 def copy_memory(src: Path, dst: Path, guard: DestinationGuard) -> None:
