@@ -52,6 +52,41 @@ NO_ENCODER_THRESHOLDS = (0.95, 0.88)
 _M = TypeVar("_M", bound="Lifecycle")
 
 
+#: Files a creator puts in a memory's directory before its manifest is in place (the
+#: writer's lock, the manifest on its way): a directory holding only these is no one
+#: else's.
+_CREATORS = re.compile(rf"{re.escape(LOCK_FILE)}|\.{re.escape(MANIFEST)}\..*\.tmp")
+
+
+def _foreign(path: Path) -> bool:
+    """The directory ``path`` holds files that are not a creator's, and no manifest.
+
+    List first, then look for the manifest: a creator writes its manifest before
+    anything else, so files listed before a manifest is found were there without one.
+    The other order races a creator that writes both between the two looks, and calls
+    its new memory foreign."""
+    names = [p.name for p in path.iterdir()]
+    return read_manifest(path) is None and any(not _CREATORS.fullmatch(n) for n in names)
+
+
+def no_memory(path: Path) -> str:
+    """Why there is no memory to read at ``path`` (which has no manifest), and what to do:
+    ``kgagent play`` creates one at a missing path or an empty directory, and refuses a
+    directory of other files, so only those get told to run it there."""
+    try:
+        other = path.is_dir() and any(not _CREATORS.fullmatch(p.name) for p in path.iterdir())
+    except OSError:  # cannot be listed: play would tell why
+        other = False
+    if other:
+        return (
+            f"{path} holds other files and is not a kgagent memory; give the folder of a "
+            "memory (`kgagent play --memory NEW_FOLDER` creates one)"
+        )
+    return (
+        f"no kgagent memory at {path}; run `kgagent play --memory {shell_word(path)}` to create one"
+    )
+
+
 def _encoder_dict(encoder: EncoderSpec | None) -> dict[str, Any] | None:
     """An encoder as the manifest records it."""
     if encoder is None:
@@ -267,10 +302,9 @@ class Lifecycle(MemoryCore):
             staging.recover(path)
         manifest = read_manifest(path) if path.is_dir() else None
         if manifest is None:
+            staging.follow_link(path, MemoryStoreError)  # a link to nothing: say so
             if read_only or not create:
-                raise MemoryStoreError(
-                    f"no kgagent memory at {path}; run `kgagent play --memory {shell_word(path)}` to create one"
-                )
+                raise MemoryStoreError(no_memory(path))
             clash = theta_clash(config, _encoder_dict(encoder))  # before anything is created
             if clash:
                 raise MemoryStoreError(clash)
@@ -318,22 +352,13 @@ class Lifecycle(MemoryCore):
         if not path.is_dir():
             raise MemoryStoreError(f"{path} is a file, not a memory directory")
 
-        def foreign() -> bool:  # holds files that are not a creator's (lock, manifest on its way)
-            # List first, then look for the manifest: a creator writes its manifest
-            # before anything else, so files listed before a manifest is found were
-            # there without one. The other order races a creator that writes both
-            # between the two looks, and calls its new memory foreign.
-            ours = re.compile(rf"{re.escape(LOCK_FILE)}|\.{re.escape(MANIFEST)}\..*\.tmp")
-            names = [p.name for p in path.iterdir()]
-            return read_manifest(path) is None and any(not ours.fullmatch(n) for n in names)
-
-        if foreign():
+        if _foreign(path):
             raise MemoryStoreError(
                 f"{path} exists and is not a kgagent memory; choose an empty directory"
             )
         held = lock_memory(path)  # another creator holds it: "in use"
         try:
-            if foreign():
+            if _foreign(path):
                 raise MemoryStoreError(
                     f"{path} exists and is not a kgagent memory; choose an empty directory"
                 )

@@ -30,7 +30,6 @@ from typing import Any
 
 from kgagent.config import Config
 from kgagent.errors import ConfigError
-from kgagent.paths import shell_word
 from kgagent.view.listing import PerSnapshot
 from kgagent.view.logs import RunLogs
 from kgagent.view.source import MemorySource, is_blob_id, passing
@@ -69,13 +68,12 @@ def create_app(
     import dash
     import dash_cytoscape as cyto
 
+    from kgagent.memory.lifecycle import no_memory
     from kgagent.view import hosts, pages, shell
 
     path = Path(memory).expanduser().resolve()
     if not (path / "manifest.json").is_file():
-        raise ConfigError(
-            f"no kgagent memory at {path}; run `kgagent play --memory {shell_word(path)}` to create one"
-        )
+        raise ConfigError(no_memory(path))
     ctx = ViewContext(MemorySource(path, config, refresh_s=refresh_s), RunLogs(path))
     first = ctx.source.snapshot()  # the first read loads the engines (seconds): before any page
     if first.error and not passing(first.error):  # pages would show nothing, for ever
