@@ -22,7 +22,7 @@ from click.core import ParameterSource
 from kgagent.config import Config, read_text_limited
 from kgagent.errors import KGAgentError
 from kgagent.paths import resolve_memory_path
-from kgagent.runlog import tell
+from kgagent.terminal import tell
 
 from .output import format_option
 

@@ -9,7 +9,7 @@ setting too large for this machine) is one line too, exit 1. A reader that close
 pipe early (``kgagent query … | head -1``) ends a command that only reads quietly with
 exit 0, whatever the format: the reader has what it wanted. A command that writes
 (``cli.common.mark_writes``: play, an export, an import, a merge, …) keeps working when
-only its progress lines find no reader (``kgagent.runlog.tell``); a broken pipe that
+only its progress lines find no reader (``kgagent.terminal.tell``); a broken pipe that
 still stops it is an error, exit 1.
 
 Ctrl-C, SIGTERM (``kill``, ``timeout``, a job scheduler) and SIGHUP (the terminal closed)
@@ -36,7 +36,7 @@ from click.exceptions import NoArgsIsHelpError
 
 from kgagent import __version__
 from kgagent.errors import KGAgentError
-from kgagent.runlog import silence_gone_outputs
+from kgagent.terminal import silence_gone_outputs
 
 
 def _one_line(text: str) -> str:

@@ -15,7 +15,7 @@ from kgagent.cli.output import emit, emit_record
 from kgagent.config import Config
 from kgagent.errors import KGAgentError
 from kgagent.memory.merge_place import leftovers_row, leftovers_warning, remove_leftovers
-from kgagent.runlog import tell
+from kgagent.terminal import tell
 
 
 def _say(msg: str) -> None:

@@ -13,7 +13,7 @@ from kgagent.cli.common import common_options, mark_writes
 from kgagent.cli.output import emit_record
 
 from kgagent.config import Config
-from kgagent.runlog import tell
+from kgagent.terminal import tell
 
 
 def _say(msg: str) -> None:

@@ -22,7 +22,7 @@ from kgagent.envs.launch import private_display_wanted
 from kgagent.envs.registry import ENVS, check_env, is_env_name
 from kgagent.errors import ConfigError
 from kgagent.memory.merge_place import leftovers_warning
-from kgagent.runlog import silence_gone_outputs, tell
+from kgagent.terminal import silence_gone_outputs, tell
 
 from .common import common_options, mark_writes
 from .output import emit_record

@@ -14,12 +14,8 @@ the benchmarks, ``kgagent view``) needs neither OpenCV nor torch.
 
 from __future__ import annotations
 
-import errno
 import glob
 import json
-import os
-import select
-import sys
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -600,74 +596,6 @@ def _unfinished_line(shown: Path, header: dict[str, Any], steps: int, path: Path
         "is kept (every step in its log is in the memory; a kill loses at most the step it "
         f"was in); `kgagent runs show {show}` summarises it"
     )
-
-
-def tell(line: str) -> None:
-    """``line`` on standard error, for a person watching; when nobody reads it any more
-    (a pipe whose reader has gone: ``kgagent play 2>&1 | head -1``; a terminal that hung
-    up), the outputs that lead nowhere are pointed at /dev/null and the work goes on:
-    a progress line is never the reason a run or an export stops half-way."""
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except OSError as e:
-        if e.errno not in (errno.EPIPE, errno.EIO) or not silence_gone_outputs():
-            raise
-
-
-class StderrUntilGone:
-    """Standard error for a progress bar (tqdm writes there itself, not through
-    :func:`tell`): a write or flush that finds nobody reading any more points the outputs
-    that lead nowhere at /dev/null, as :func:`tell` does, instead of raising out of the
-    step that drew the bar. Everything else is the current ``sys.stderr``'s."""
-
-    def write(self, text: str) -> int:
-        try:
-            return sys.stderr.write(text)
-        except OSError as e:
-            if e.errno not in (errno.EPIPE, errno.EIO) or not silence_gone_outputs():
-                raise
-            return len(text)
-
-    def flush(self) -> None:
-        try:
-            sys.stderr.flush()
-        except OSError as e:
-            if e.errno not in (errno.EPIPE, errno.EIO) or not silence_gone_outputs():
-                raise
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(sys.stderr, name)
-
-
-def silence_gone_outputs(fds: Iterable[int] = (1, 2)) -> list[int]:
-    """Point those of standard output and error that lead nowhere any more at /dev/null:
-    a terminal that hung up (closed: SIGHUP; writing there fails with EIO) or a pipe whose
-    reader has gone (``kgagent play | tee``, closed with the terminal: EPIPE). What a
-    stopping command still prints (its last lines, a run's summary table) then goes nowhere
-    instead of ending it in a traceback before its work is put away; a run's step log keeps
-    its summary. An output that still leads somewhere (a file, a live terminal or pipe) is
-    left alone. Returns the descriptors pointed at /dev/null."""
-    gone = []
-    for fd in fds:
-        try:
-            poll = select.poll()
-            poll.register(fd, select.POLLOUT)
-            events = poll.poll(0)
-        except (AttributeError, OSError, ValueError):  # closed, or no poll here
-            continue
-        if any(ev & (select.POLLERR | select.POLLHUP) for _, ev in events):
-            gone.append(fd)
-    if gone:
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-        except OSError:
-            return []
-        try:
-            for fd in gone:
-                os.dup2(devnull, fd)
-        finally:
-            os.close(devnull)
-    return gone
 
 
 class RunLogWriter:

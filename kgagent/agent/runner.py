@@ -43,14 +43,12 @@ from kgagent.runlog import (
     LOG_VERSION,
     RunLogWriter,
     RunSummary,
-    StderrUntilGone,
     StepRecord,
-    silence_gone_outputs,
     summarise,
-    tell,
     unfinished_run_note,
 )
 from kgagent.seeding import player_rng
+from kgagent.terminal import StderrUntilGone, silence_gone_outputs, tell
 
 from .baselines import make_agent
 from .screen import Screen, call_env
@@ -71,7 +69,7 @@ class _StopFlag:
 
     After a closed terminal, writing to it fails (EIO; EPIPE for a pipe whose reader went
     with it): at each signal, and once more when the run ends, the outputs that lead nowhere
-    any more are pointed at /dev/null (:func:`~kgagent.runlog.silence_gone_outputs`), so
+    any more are pointed at /dev/null (:func:`~kgagent.terminal.silence_gone_outputs`), so
     that the run's last lines and its summary table go nowhere instead of raising before
     the step log's summary line is written. A SIGHUP ignored when the run began (``nohup``)
     stays ignored.

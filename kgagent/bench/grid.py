@@ -30,7 +30,7 @@ from kgagent.bench.results import collect, held_grid, kept_records, run_meta, wr
 from kgagent.bench.spec import Cell, Grid
 from kgagent.brain.endpoint import Redactor
 from kgagent.errors import KGAgentError
-from kgagent.runlog import tell
+from kgagent.terminal import tell
 
 if TYPE_CHECKING:
     from kgagent.memory.lock import HeldLock

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgagent.runlog import StderrUntilGone
+from kgagent.terminal import StderrUntilGone
 
 
 class GridProgress:
