@@ -64,7 +64,13 @@ COUNTS = tuple(
     f"{kind}_{what}"
     for kind in ("states", "objects", "skills", "clusters")
     for what in ("created", "merged", "already_merged")
-) + ("skill_edges_created", "skill_edges_merged", "state_object_links", "input_stats")
+) + (
+    "skill_edges_created",
+    "skill_edges_merged",
+    "state_object_links",
+    "input_stats",
+    "memories_recorded",
+)
 
 
 #: What a merge refused for space did, and what to do (after the figures, see

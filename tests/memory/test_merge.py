@@ -291,11 +291,14 @@ def test_provenance_through_kgagent_query(two, tmp_path: Path) -> None:
 def test_merging_again_changes_nothing(two, tmp_path: Path) -> None:
     pa, a, pb, b = two
     dest = tmp_path / "ab"
-    merge_memories([pa, pb], dest)
+    first = merge_memories([pa, pb], dest)
+    assert first["memories_recorded"] == 2
     before = tree_hash(dest)
     for again in ([pa], [pb], [pa, pb], [dest]):
         s = merge_memories(again, dest)
         assert not s["changed"] and s["states_created"] == s["states_merged"] == 0
+        assert list(s) == list(first)  # the same keys in the same order: a script's columns
+        assert s["memories_recorded"] == 0
         assert tree_hash(dest) == before  # byte for byte
     # B merged into A itself, then A (now A ∪ B) again: nothing new either.
     merge_memories([pb], pa)
