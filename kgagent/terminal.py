@@ -12,6 +12,7 @@ import errno
 import os
 import select
 import sys
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -82,3 +83,60 @@ def silence_gone_outputs(fds: Iterable[int] = (1, 2)) -> list[int]:
         finally:
             os.close(devnull)
     return gone
+
+
+#: Seconds between two plain progress lines (standard error not a terminal).
+PLAIN_EVERY_S = 30.0
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def progress_bar(total: int, desc: str, unit: str) -> Any:
+    """A progress bar on standard error: tqdm's on a terminal; elsewhere (a file, a pipe,
+    a CI log) :class:`PlainProgress`'s lines, without tqdm's carriage returns and block
+    characters. Both take ``update``, ``set_postfix_str``, ``write`` and ``close``."""
+    if not _isatty(sys.stderr):
+        return PlainProgress(total, desc, unit)
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, file=StderrUntilGone(), dynamic_ncols=True)
+
+
+class PlainProgress:
+    """Progress for a reader that is not a terminal: one line (``play: 40/150 steps | …``)
+    at most every :data:`PLAIN_EVERY_S` seconds, and one at the end, through :func:`tell`."""
+
+    def __init__(self, total: int, desc: str, unit: str, every_s: float = PLAIN_EVERY_S):
+        self.total, self.desc, self.unit, self.every_s = total, desc, unit, every_s
+        self.n = 0
+        self.postfix = ""
+        self._shown = ""
+        self._last = time.monotonic()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if time.monotonic() - self._last >= self.every_s:
+            self._show()
+
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+        self.postfix = text
+
+    def write(self, line: str, file: Any = None) -> None:
+        tell(line)
+
+    def close(self) -> None:
+        if self._line() != self._shown:  # where it ended, unless that was the last line
+            self._show()
+
+    def _line(self) -> str:
+        line = f"{self.desc}: {self.n}/{self.total} {self.unit}{'' if self.total == 1 else 's'}"
+        return f"{line} | {self.postfix}" if self.postfix else line
+
+    def _show(self) -> None:
+        self._shown, self._last = self._line(), time.monotonic()
+        tell(self._shown)

@@ -48,7 +48,7 @@ from kgagent.runlog import (
     unfinished_run_note,
 )
 from kgagent.seeding import player_rng
-from kgagent.terminal import StderrUntilGone, silence_gone_outputs, tell
+from kgagent.terminal import progress_bar, silence_gone_outputs, tell
 
 from .baselines import make_agent
 from .screen import Screen, call_env
@@ -572,11 +572,7 @@ def _shown_config(cfg: Config) -> dict[str, Any]:
 
 
 def _progress(total: int, enabled: bool) -> Any:
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="play", unit="step", file=StderrUntilGone(), dynamic_ncols=True)
+    return progress_bar(total, "play", "step") if enabled else None
 
 
 def _postfix(rec: StepRecord, records: list[dict[str, Any]]) -> str:

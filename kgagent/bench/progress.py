@@ -1,10 +1,11 @@
-"""One progress bar for a grid: cells done, running, failed and interrupted (tqdm, on stderr)."""
+"""One progress bar for a grid: cells done, running, failed and interrupted (on stderr:
+tqdm's on a terminal, plain lines elsewhere)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kgagent.terminal import StderrUntilGone
+from kgagent.terminal import StderrUntilGone, progress_bar
 
 
 class GridProgress:
@@ -16,11 +17,7 @@ class GridProgress:
         self.done = self.failed = self.interrupted = self.running = 0
         self._bar: Any = None
         if show:
-            from tqdm import tqdm
-
-            self._bar = tqdm(
-                total=total, desc=label, unit="cell", file=StderrUntilGone(), dynamic_ncols=True
-            )
+            self._bar = progress_bar(total, label, "cell")
             self._refresh()
 
     def start(self, key: str, n: int = 1) -> None:
@@ -43,7 +40,7 @@ class GridProgress:
 
     def write(self, line: str) -> None:
         if self._bar is not None:
-            self._bar.write(line, file=StderrUntilGone())
+            self._bar.write(line, file=StderrUntilGone())  # tqdm's: stdout by default
 
     def _refresh(self) -> None:
         if self._bar is not None:

@@ -251,8 +251,11 @@ def test_a_reader_gone_from_the_pipe_does_not_stop_a_run_or_an_export(tmp_path: 
 
 _BARS_INTO_A_GONE_PIPE = """
 import os, sys
+from kgagent import terminal
 from kgagent.agent.runner import _progress
 from kgagent.bench.progress import GridProgress
+
+terminal._isatty = lambda stream: True  # tqdm's bars, as on a terminal
 
 read, write = os.pipe()
 os.close(read)  # the reader went after the run's first lines, before the bar's next draw
@@ -277,3 +280,18 @@ def test_a_progress_bar_drawn_after_its_reader_went_does_not_stop_the_work() -> 
     )
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.strip() == "gone"
+
+
+def test_progress_into_a_file_is_plain_lines(tmp_path: Path) -> None:
+    """Standard error that is not a terminal (a file, a CI log) gets plain progress lines,
+    not tqdm's carriage returns and block characters."""
+    res = subprocess.run(
+        [*KGAGENT, "play", "--env", "civgame", "--steps", "3", "--memory", str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "\r" not in res.stderr and "\u2588" not in res.stderr
+    assert any(line.startswith("play: 3/3 steps | ") for line in res.stderr.splitlines())
