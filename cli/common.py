@@ -129,6 +129,18 @@ def mark_writes() -> None:
         ctx.find_root().ensure_object(dict)["writes"] = True
 
 
+def work_done() -> None:
+    """The command's change is in place: a SIGTERM or SIGHUP from here on is ignored
+    (nothing is left to undo), so the command prints what it did and exits 0 (see
+    cli/main.py's ``_StopSignals.settle``)."""
+    ctx = click.get_current_context(silent=True)
+    stop = (
+        ctx.find_root().obj.get("stop_signals") if ctx is not None and ctx.find_root().obj else None
+    )
+    if stop is not None:
+        stop.settle()
+
+
 def open_memory(path: Path, config: Config, *, write: bool) -> Any:
     """Open an existing memory for a command: read-only unless ``write``, never created."""
     from kgagent.memory import Memory

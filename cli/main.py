@@ -109,6 +109,8 @@ class _StopSignals:
         self.taken_signum: int | None = None
         #: the process ends with the command (the ``kgagent`` program, not a test's runner)
         self.ends_process = ends_process
+        #: the command's change is in place (:meth:`settle`): nothing is left to undo
+        self.settled = False
         self._old: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -123,10 +125,17 @@ class _StopSignals:
 
     def __call__(self, signum: int, frame: Any) -> None:
         silence_gone_outputs()  # a closed terminal: what the cleanup prints goes nowhere
-        if self.signum is not None or self.taken_signum is not None:
+        if self.signum is not None or self.taken_signum is not None or self.settled:
             return
         self.signum = signum
         raise StopSignal(signum)
+
+    def settle(self) -> None:
+        """The command's change is in place (an archive renamed onto its name, a memory
+        moved into place, a run's summary written): a SIGTERM or SIGHUP from here on has
+        nothing to undo, so it is ignored and the command says what it did and exits 0,
+        instead of exiting 143 saying its work was undone."""
+        self.settled = True
 
     def taken(self, signum: int) -> None:
         """The command stopped on ``signum`` its own way (``play``'s run finished its step:
@@ -137,11 +146,11 @@ class _StopSignals:
             self.taken_signum = signum
 
     def restore(self) -> None:
-        stopping = self.signum is not None or self.taken_signum is not None
+        stopping = self.signum is not None or self.taken_signum is not None or self.settled
         for sig, old in self._old.items():
             if stopping and self.ends_process:
-                old = signal.SIG_IGN  # the process is ending on a stop: another one does not
-                # cut its exit short (SIGKILL still does)
+                old = signal.SIG_IGN  # the process is ending (on a stop, or its work done):
+                # a signal does not cut its exit short or change its code (SIGKILL still does)
             signal.signal(sig, old if old is not None else signal.SIG_DFL)
         self._old.clear()
 

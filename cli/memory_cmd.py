@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kgagent.cli.common import common_options, mark_writes, open_memory
+from kgagent.cli.common import common_options, mark_writes, open_memory, work_done
 from kgagent.cli.output import emit, emit_record
 
 from kgagent.config import Config
@@ -94,6 +94,7 @@ def export_cmd(out: Path, force: bool, memory: Path, config: Config, fmt: str) -
     from kgagent.memory.archive import export_memory
 
     summary = export_memory(memory, out, config, force=force, progress=_say)
+    work_done()
     emit_record(summary, fmt)
 
 
@@ -125,4 +126,5 @@ def import_cmd(
     summary = import_memory(
         archive, memory, config, force=force, expect_encoder=expect_encoder, progress=_say
     )
+    work_done()
     emit_record(summary, fmt)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kgagent.cli.common import common_options, mark_writes
+from kgagent.cli.common import common_options, mark_writes, work_done
 from kgagent.cli.output import emit_record
 
 from kgagent.config import Config
@@ -45,4 +45,5 @@ def merge_cmd(
     from kgagent.memory.merge import merge_memories
 
     summary = merge_memories(list(sources), into or memory, config, progress=_say)
+    work_done()
     emit_record(summary, fmt)

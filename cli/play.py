@@ -24,7 +24,7 @@ from kgagent.errors import ConfigError
 from kgagent.memory.merge_place import leftovers_warning
 from kgagent.terminal import silence_gone_outputs, tell
 
-from .common import common_options, mark_writes
+from .common import common_options, mark_writes, work_done
 from .output import emit_record
 
 
@@ -229,6 +229,7 @@ def play_cmd(
         if runner.last_summary is not None:  # the run had started: what it did, then the error
             _emit_summary(runner.last_summary, fmt)
         raise
+    work_done()  # the run is written and closed: a signal now has nothing to stop
     _emit_summary(summary, fmt)
     if runner.stop_signal is not None:
         # stopped by a signal, cleanly: the shell's code for it, so a script can tell
