@@ -39,7 +39,7 @@ from kgagent.memory.archive_format import (
 )
 from kgagent.memory.archive_rows import check_rows
 from kgagent.memory.archive_verify import check_compatible, extract_verified
-from kgagent.memory.diskspace import DiskSpaceError
+from kgagent.memory.diskspace import DiskSpaceError, reserve_bytes
 from kgagent.memory.engine import GraphDB, GraphWriteError, engine_name
 from kgagent.memory.files import (
     MANIFEST,
@@ -125,7 +125,7 @@ def import_memory(
             staged.mkdir()
             new = work / staging.NEW
             try:
-                meta, manifest = extract_verified(archive, staged, say)
+                meta, manifest = extract_verified(archive, staged, say, reserve=reserve_bytes(cfg))
                 version = check_compatible(meta, manifest, expect_encoder)
                 _build(staged, new, meta, manifest, version, engine, cfg, say)
                 summary = _verify_built(new, meta, cfg)

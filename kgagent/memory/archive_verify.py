@@ -7,6 +7,7 @@ staging directory the caller passes.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import json
@@ -38,7 +39,7 @@ from kgagent.memory.archive_format import (
     member_cap,
     noop,
 )
-from kgagent.memory.diskspace import DEFAULT_RESERVE_BYTES, SpaceGuard
+from kgagent.memory.diskspace import DEFAULT_RESERVE_BYTES, DiskSpaceError, SpaceGuard, free_bytes
 from kgagent.memory.files import FORMAT, MANIFEST, encoder_problem, manifest_problem
 
 #: Bytes read from the tar stream at a time while extracting and hashing a member.
@@ -54,19 +55,22 @@ def inspect_archive(archive: str | Path) -> dict[str, Any]:
 
 
 def extract_verified(
-    archive: Path, dest: Path, say: Progress = noop
+    archive: Path, dest: Path, say: Progress = noop, *, reserve: int = DEFAULT_RESERVE_BYTES
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Extract every member into ``dest`` after checking it; verify the checksums.
 
-    Returns ``archive.json`` and the memory's manifest, both checked.
+    Returns ``archive.json`` and the memory's manifest, both checked. The unpacking
+    stops (:class:`~kgagent.memory.diskspace.DiskSpaceError`, naming ``dest``) when the
+    free space on ``dest``'s file system falls below ``reserve`` bytes
+    (``memory.disk_reserve_mb``), or the disk fills.
     """
-    digests = _extract(archive, dest)
+    digests = _extract(archive, dest, reserve)
     say(f"read {len(digests)} archive members")
     present = _check_sums(archive, dest, digests)
     return _read_meta(archive, dest, present)
 
 
-def _extract(archive: Path, dest: Path) -> dict[str, str]:
+def _extract(archive: Path, dest: Path, reserve: int) -> dict[str, str]:
     """Every member written under ``dest`` (after :func:`_members` checked it); name → sha256.
 
     The gzip stream is read to its end, so a missing trailer (a truncated file) or a
@@ -77,7 +81,7 @@ def _extract(archive: Path, dest: Path) -> dict[str, str]:
     root = dest.resolve()
     try:
         with open(archive, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as gz:
-            budget = _Budget(archive, raw, dest)
+            budget = _Budget(archive, raw, dest, reserve)
             with tarfile.open(fileobj=gz, mode="r|") as tar:
                 for m in _members(tar, budget):
                     path = dest.joinpath(*m.name.split("/"))
@@ -114,18 +118,27 @@ def _extract(archive: Path, dest: Path) -> dict[str, str]:
             f"{archive} is not a readable kgagent archive (corrupt or truncated: {reason})"
         ) from None
     except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):  # the caller names its own path
+            raise DiskSpaceError(dest, _free(dest), reserve) from None
         where = f" {e.filename}" if getattr(e, "filename", None) else ""
         raise ArchiveError(f"cannot import {archive}: {e.strerror or e}{where}") from None
     return digests
 
 
+def _free(path: Path) -> int:
+    try:
+        return free_bytes(path)
+    except OSError:
+        return 0
+
+
 class _Budget:
     """Counts unpacked bytes against the archive's caps while it is read."""
 
-    def __init__(self, archive: Path, raw: Any, dest: Path) -> None:
+    def __init__(self, archive: Path, raw: Any, dest: Path, reserve: int) -> None:
         self.archive = archive
         self.raw = raw
-        self.space = SpaceGuard(dest, DEFAULT_RESERVE_BYTES)
+        self.space = SpaceGuard(dest, reserve)
         self.total = 0
         self.members = 0
 

@@ -146,3 +146,49 @@ def test_plays_wording_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         "stopped before the disk fills (everything committed is kept). Free some space, or "
         "move the memory, and run again"
     )
+
+
+def test_an_import_unpacks_against_the_configured_reserve(
+    memories: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memory.disk_reserve_mb` holds for the unpacking too, not only the default 64 MiB."""
+    from kgagent.config import Config
+
+    src, existing = memories
+    archive = tmp_path / "ex.tar.gz"
+    export_memory(src, archive)
+    free_space(monkeypatch, 100 * MIB, low_under=".import-")
+    cfg = Config()
+    cfg.memory.disk_reserve_mb = 200
+    target = existing.parent / "I"
+    with pytest.raises(DiskSpaceError) as info:
+        import_memory(archive, target, cfg)
+    assert one_line(info.value).startswith(
+        f"only 100.00 MiB free on the file system of {target}, below the 200.00 MiB reserve; "
+        "the import wrote nothing there"
+    )
+    assert not target.exists() and leftovers(existing.parent) == []
+
+
+def test_a_disk_filling_while_an_archive_unpacks_names_the_target(
+    memories: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgagent.memory import archive_verify
+
+    src, existing = memories
+    archive = tmp_path / "ex.tar.gz"
+    export_memory(src, archive)
+
+    def full(path, mode="r", *args, **kwargs):  # noqa: ANN001, ANN202
+        if "w" in mode:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(archive_verify, "open", full, raising=False)
+    target = existing.parent / "I"
+    with pytest.raises(DiskSpaceError) as info:
+        import_memory(archive, target)
+    msg = one_line(info.value)
+    assert f"file system of {target}," in msg and "the import wrote nothing there" in msg
+    assert ".import-" not in msg
+    assert not target.exists() and leftovers(existing.parent) == []
