@@ -106,7 +106,7 @@ RACER = textwrap.dedent(
         print(json.dumps({"error": str(e)}), flush=True)
         sys.exit(0)
     print(json.dumps({"ok": True}), flush=True)
-    time.sleep(1.5)
+    sys.stdin.readline()  # held until the loser has answered, however slow its start
     m.close()
     """
 )
@@ -121,6 +121,7 @@ def test_two_processes_creating_one_memory_the_loser_hears_in_use(tmp_path: Path
         procs = [
             subprocess.Popen(
                 [sys.executable, "-c", RACER, str(path), str(go)],
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -128,10 +129,15 @@ def test_two_processes_creating_one_memory_the_loser_hears_in_use(tmp_path: Path
             for _ in range(2)
         ]
         out = []
-        for p in procs:
-            stdout, stderr = p.communicate(timeout=120)
-            assert p.returncode == 0, stderr
-            out.append(json.loads(stdout.strip().splitlines()[-1]))
+        try:
+            for p in procs:  # each says once it opened or was refused
+                line = p.stdout.readline()
+                assert line, p.stderr.read()
+                out.append(json.loads(line))
+        finally:
+            for p in procs:
+                _, stderr = p.communicate("\n", timeout=120)
+                assert p.returncode == 0, stderr
         oks = [o for o in out if o.get("ok")]
         errors = [o["error"] for o in out if "error" in o]
         assert len(oks) == 1 and len(errors) == 1, out
