@@ -236,7 +236,9 @@ class KGAgentGroup(click.Group):
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             click.echo(f"error: {describe_error(e)}", err=True)
-            sys.exit(1)
+            # 1; a grid a signal stopped: the shell's code for it (kgagent.bench.grid)
+            code = getattr(e, "exit_code", 1) if isinstance(e, KGAgentError) else 1
+            sys.exit(code if isinstance(code, int) else 1)
         except MemoryError as e:
             if ctx.obj and ctx.obj.get("debug"):
                 raise

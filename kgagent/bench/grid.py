@@ -39,6 +39,19 @@ if TYPE_CHECKING:
 class BenchError(KGAgentError):
     """Cells of a grid failed, or the grid was interrupted (the results are written)."""
 
+    #: the command's exit code: 1, or the shell's code for the signal that stopped the grid
+    exit_code = 1
+
+
+class BenchInterrupted(BenchError):
+    """Ctrl-C, SIGTERM or SIGHUP stopped the grid (the results so far are written); exits
+    with the shell's code for the signal (130, 143, 129), as ``kgagent play`` does."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.signum = signum
+        self.exit_code = 128 + signum
+
 
 @dataclass
 class BenchOptions:
@@ -142,7 +155,7 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
     todo, before = plan(grid, opts)
     t0 = time.time()
     outcomes: list[dict[str, Any]] = []
-    interrupted = False
+    stopped_by: int | None = None  # the signal that interrupted the grid
     if todo and not opts.report_only:
         other = results_elsewhere(grid, out)
         if other is not None and opts.progress:
@@ -153,7 +166,7 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
         out.mkdir(parents=True, exist_ok=True)
         held = _lock_results(out)
         try:
-            outcomes, interrupted = _run_cells(grid, opts, todo, len(before))
+            outcomes, stopped_by = _run_cells(grid, opts, todo, len(before))
         finally:
             _unlock_results(held)
     wall = time.time() - t0
@@ -182,12 +195,13 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
         "not_run": sum(r["status"] == "not run" for r in rows),
         "wall_min": round(wall / 60.0, 2),
     }
-    if interrupted or any(o.get("status") == "interrupted" for o in outcomes):
+    if stopped_by is not None or any(o.get("status") == "interrupted" for o in outcomes):
         stopped = sum(r["status"] == "interrupted" for r in rows)
-        raise BenchError(
+        raise BenchInterrupted(
             f"interrupted: {finished_now} cell(s) finished in this run, "
             f"{stopped} interrupted; results so far in {out}; "
-            "run the same command again to resume"
+            "run the same command again to resume",
+            stopped_by or signal.SIGINT,
         )
     failed = [o for o in outcomes if o.get("status") == "failed"]
     if failed:
@@ -304,14 +318,16 @@ def check_folder(grid: Grid, folder: Path, option: str) -> None:
 
 def _run_cells(
     grid: Grid, opts: BenchOptions, todo: list[tuple[Cell, Path]], skipped: int
-) -> tuple[list[dict[str, Any]], bool]:
-    """Run ``todo`` here or on Ray: (the outcomes gathered, whether the grid was interrupted)."""
+) -> tuple[list[dict[str, Any]], int | None]:
+    """Run ``todo`` here or on Ray: (the outcomes gathered, the signal that interrupted
+    the grid: SIGINT for Ctrl-C; None when nothing did)."""
     progress = GridProgress(
         len(todo), skipped=skipped, label=f"bench {grid.name}", show=opts.progress
     )
     outcomes: list[dict[str, Any]] = []
+    seen: list[int] = []  # the stop signals, in order
     try:
-        with _stop_signals_interrupt():
+        with _stop_signals_interrupt(seen):
             if opts.ray:
                 from kgagent.bench.ray_exec import run_ray
 
@@ -321,10 +337,10 @@ def _run_cells(
 
                 outcomes = run_local(todo, opts.jobs, progress)
     except KeyboardInterrupt:
-        return outcomes, True
+        return outcomes, seen[0] if seen else signal.SIGINT
     finally:
         progress.close()
-    return outcomes, False
+    return outcomes, seen[0] if seen else None
 
 
 def _gather(
@@ -385,16 +401,17 @@ def _finished_since(todo: list[tuple[Cell, Path]], t0: float) -> int:
 
 
 @contextmanager
-def _stop_signals_interrupt() -> Iterator[None]:
+def _stop_signals_interrupt(seen: list[int]) -> Iterator[None]:
     """While cells run: SIGTERM and SIGHUP (the terminal closed) interrupt as Ctrl-C does.
     The first lets the running cells finish their step; a second ends them now
     (:mod:`kgagent.bench.local`). A SIGHUP ignored when the command began (``nohup``)
-    stays ignored."""
+    stays ignored. Each signal is appended to ``seen`` (Ctrl-C's SIGINT too)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def on_stop(signum: int, frame: Any) -> None:
+        seen.append(signum)
         raise KeyboardInterrupt
 
     old = {}
