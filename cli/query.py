@@ -205,6 +205,13 @@ def query_cmd(
                 f"the query uses parameter(s) {', '.join('$' + p for p in unbound)}; "
                 f"bind them with --param {unbound[0]}=..."
             )
+    unused = [p for p in bound if p not in verdict.params]
+    if unused:  # a misspelt name would otherwise bind nothing, silently
+        takes = ", ".join(sorted(verdict.params)) or "none"
+        raise QueryError(
+            f"the query has no parameter {', '.join('$' + p for p in unused)} "
+            f"(its parameters: {takes})"
+        )
     if write:
         cut = _write_query(text, bound, name, memory, config, allow_files, timeout, fmt, limit)
     else:

@@ -36,11 +36,11 @@ CALL table_info('SIMILAR') RETURN name, type;
 CALL table_info('SKILL_EDGE') RETURN name, type;
 
 // name: catalog_columns_member_of
-// The columns of MEMBER_OF in schema order, with their Cypher types.
+// The columns of MEMBER_OF in schema order, with their Cypher types (none: it joins two nodes and holds nothing else).
 CALL table_info('MEMBER_OF') RETURN name, type;
 
 // name: catalog_columns_has_object
-// The columns of HAS_OBJECT in schema order, with their Cypher types.
+// The columns of HAS_OBJECT in schema order, with their Cypher types (none: it joins two nodes and holds nothing else).
 CALL table_info('HAS_OBJECT') RETURN name, type;
 
 // name: catalog_columns_uses

@@ -75,9 +75,9 @@ MATCH (v:State {id: $state})-[e:SIMILAR]-(u:State)
 RETURN u.id AS id, e.weight AS weight;
 
 // name: hq_candidates
-// Eq. 3: skills on outgoing skill edges of the neighbourhood of experience, best edge first.
-// (Memory.hq_candidates keeps each skill's best edge and drops suspended skills; pruned
-// skills have no edges left.)
+// Eq. 3: the raw rows behind S_HQ: one per outgoing skill edge of the state and its similar states, unordered, suspended skills included.
+// (Memory.hq_candidates keeps each skill's best edge, best first, and drops suspended
+// skills; pruned skills have no edges left.)
 // Two parts (the state itself, then its similar states): measured twice as fast as one
 // variable-length path (v)-[:SIMILAR*0..1]-(u). Rows come unordered; Memory sorts them.
 MATCH (u:State {id: $state})-[e:SKILL_EDGE]->(w:State)

@@ -108,6 +108,17 @@ def test_a_sum_of_integers_is_a_whole_number(mem) -> None:
     )
 
 
+def test_a_parameter_the_query_does_not_use_is_refused(mem) -> None:
+    """A misspelt --param would bind nothing and the query would run without it."""
+    path, ids = mem
+    named = ["--name", "hq_candidates", "--param", f"state={ids['a']}", "--param", "stat=x"]
+    res = run("query", "--memory", str(path), *named)
+    assert res.exit_code == 1
+    assert res.output.strip() == "error: the query has no parameter $stat (its parameters: state)"
+    res = run("query", "--memory", str(path), "RETURN 1 AS one", "--param", "x=1")
+    assert res.output.strip() == "error: the query has no parameter $x (its parameters: none)"
+
+
 def test_param_values_are_toml_scalars() -> None:
     assert parse_param("limit=17") == ("limit", 17)
     assert parse_param("x=0.5") == ("x", 0.5)
