@@ -29,7 +29,8 @@ SET k.name = $name, k.description = $description, k.operations = $operations,
 // One more execution of a skill along an existing edge src -> dst: the mean visual change Δ over
 // its executions, the count, the last R_total, and the Eq. 1 weight sigmoid(α·mean Δ + $fit_term),
 // where the caller passes $fit_term = (1 − α)·φ/(φ + C0). The dialect has no exp(): e^x is
-// pow(e, x). The weight is set first, from the old mean and count. No row: the edge is new
+// pow(e, x). The weight is set first, with the new mean written out from the old mean and
+// count (SET reads the values before it). No row: the edge is new
 // (skill_edge_create). MATCH + SET, then CREATE when needed, measured faster than one MERGE.
 MATCH (a:State {id: $src})-[e:SKILL_EDGE {skill: $skill}]->(b:State {id: $dst})
 SET e.weight = 1.0 / (1.0 + pow(2.718281828459045,
