@@ -165,9 +165,7 @@ class LibraryKeeper:
         skill.name, skill.description = text.name or skill.name, text.description
         if ops:
             skill.operations = list(ops)
-            ids = skill.object_ids()
-            if ids:
-                self.mem.link_skill_objects(skill.id, ids)
+            self.mem.link_skill_objects(skill.id, skill.object_ids())
         self.mem.update_skill(skill)
         rec.refined.append(skill.id)
 
@@ -180,7 +178,10 @@ class LibraryKeeper:
         if trial is None or reward > trial.baseline:
             return  # no trial, or the rewrite scored better: keep it
         skill.name, skill.description = trial.name, trial.description
-        skill.operations = trial.operations
+        if skill.operations != trial.operations:
+            skill.operations = trial.operations
+            if skill.status != "pruned":  # pruning dropped its links
+                self.mem.link_skill_objects(skill.id, skill.object_ids())
 
     def finish(self) -> None:
         """End of run: rewrites still on probation were never shown to be better — restore them."""
@@ -188,6 +189,9 @@ class LibraryKeeper:
             skill = self.mem.get_skill(sid)
             if skill is not None:
                 skill.name, skill.description = trial.name, trial.description
+                relink = skill.operations != trial.operations and skill.status != "pruned"
                 skill.operations = trial.operations
                 self.mem.update_skill(skill)
+                if relink:
+                    self.mem.link_skill_objects(skill.id, skill.object_ids())
         self._trials.clear()

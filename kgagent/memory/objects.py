@@ -230,6 +230,8 @@ class Objects(MemoryCore):
         return [self._object_from_row(r) for r in self._q("state_objects", state=state_id)]
 
     def link_skill_objects(self, skill_id: str, object_ids: list[str]) -> None:
-        """The skill uses these objects, in the order of its operations' references."""
+        """The skill uses these objects, in the order of its operations' references: its
+        links are replaced (a rewrite, or its undoing, names other objects)."""
+        self._q("skill_drop_uses", skill=skill_id)
         for pos, oid in enumerate(object_ids):
             self._q("skill_object_link", skill=skill_id, object=oid, position=pos)

@@ -71,3 +71,54 @@ def test_refinement_asks_once_per_skill_and_only_while_the_library_is_small(
     agent.keeper.maybe_refine(b, _transition(), 0.5, rec)
     agent.keeper.maybe_refine(b, _transition(), 9.0, rec)
     assert brain.usage.calls == 1 and rec.refined == [a.id]
+
+
+class Retargeter(OfflineBrain):
+    """Rewrites a skill's steps to click another object."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        self.target = target
+
+    def refine_skill(self, skill, tr):
+        self.usage.calls += 1
+        return SkillText(
+            f"better {skill.name}", "rewritten", [Operation("click", object_id=self.target)]
+        )
+
+
+def _uses(memory, skill_id: str) -> list[str]:
+    rows = memory.cypher(
+        "MATCH (k:Skill {id: $k})-[u:USES]->(o:Object) RETURN o.id AS oid ORDER BY oid",
+        {"k": skill_id},
+    )
+    return [r["oid"] for r in rows]
+
+
+def test_a_rewrite_and_its_undoing_keep_uses_to_the_objects_the_steps_name(
+    cfg, memory, encoder, segmenter
+) -> None:
+    """USES follows the operations: a rewrite that clicks another object moves the link,
+    and undoing the rewrite (a worse next execution, or the end of the run) moves it back."""
+    crop = np.zeros((8, 8, 3), np.uint8)
+    a = memory.upsert_object(crop, (0, 0, 8, 8), 1, "A").id
+    b = memory.upsert_object(crop + 255, (40, 0, 8, 8), 2**40 - 1, "B").id
+    assert a != b
+    agent = Agent(cfg, memory, encoder, segmenter, Retargeter(b), np.random.default_rng(0))
+    keeper = agent.keeper
+    ks = []
+    for name in ("judged", "open"):
+        k = memory.add_skill(name, "clicks A", [Operation("click", object_id=a)])
+        k.fitness, k.executions = 1.0, 3
+        memory.update_skill(k)
+        memory.link_skill_objects(k.id, k.object_ids())
+        ks.append(memory.get_skill(k.id))
+    for k in ks:
+        keeper.maybe_refine(k, _transition(), 0.5, StepRecord(1, "s-a", "idle"))
+        assert _uses(memory, k.id) == [b]  # the rewrite clicks B only
+    judged = memory.get_skill(ks[0].id)
+    keeper.judge_trial(judged, 0.2)  # worse than its baseline: undone
+    memory.update_skill(judged)
+    assert _uses(memory, judged.id) == [a]
+    agent.finish()  # still on probation at the end: undone
+    assert _uses(memory, ks[1].id) == [a]
