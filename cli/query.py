@@ -185,7 +185,11 @@ def query_cmd(
     from kgagent.memory import guard, queries
 
     if name is not None:
-        text = queries.get(name).text  # unknown name: a clear error before opening the memory
+        from kgagent.memory.core import refuse_internal
+
+        named = queries.get(name)  # unknown name: a clear error before opening the memory
+        refuse_internal(named)  # before the guard, which would ask for --write (BEGIN)
+        text = named.text
     elif query_file is not None:
         text = read_input(query_file, "query file", QueryError)
     elif text is None:

@@ -117,10 +117,7 @@ class MemoryCore:
     def named_query(self, name: str, params: dict[str, Any] | None) -> queries.NamedQuery:
         """The named query, once it may run alone and all its parameters are bound."""
         q = queries.get(name)
-        if q.internal:
-            raise QueryError(
-                f"query {name!r} is internal to the memory ({q.source}) and cannot run alone"
-            )
+        refuse_internal(q)
         missing = [p for p in q.params if p not in (params or {})]
         if missing:
             raise QueryError(
@@ -242,3 +239,11 @@ def _whole_numbers(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             else v
             for k, v in row.items()
         }
+
+
+def refuse_internal(q: queries.NamedQuery) -> None:
+    """A query internal to the memory (a transaction's statement) is refused by name."""
+    if q.internal:
+        raise QueryError(
+            f"query {q.name!r} is internal to the memory ({q.source}) and cannot run alone"
+        )

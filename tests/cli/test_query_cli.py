@@ -119,6 +119,15 @@ def test_a_parameter_the_query_does_not_use_is_refused(mem) -> None:
     assert res.output.strip() == "error: the query has no parameter $x (its parameters: none)"
 
 
+def test_an_internal_query_is_refused_by_name_with_or_without_write(mem) -> None:
+    """Not "pass --write" first and "internal" after: the same line either way."""
+    path, _ = mem
+    for extra in ([], ["--write"]):
+        res = run("query", "--memory", str(path), "--name", "tx_begin_read_only", *extra)
+        assert res.exit_code == 1
+        assert "is internal to the memory (_transaction.cypher)" in res.output, res.output
+
+
 def test_param_values_are_toml_scalars() -> None:
     assert parse_param("limit=17") == ("limit", 17)
     assert parse_param("x=0.5") == ("x", 0.5)
