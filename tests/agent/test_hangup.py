@@ -75,7 +75,21 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 
-def test_sighup_finishes_the_step_and_writes_the_summary(tmp_path: Path) -> None:
+def _second_hup_once_summarised(proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if _lines(log)[-1]["type"] == "summary":
+            proc.send_signal(signal.SIGHUP)
+            return
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("second", ["in_the_step", "as_the_run_ends"])
+def test_sighup_finishes_the_step_and_writes_the_summary(tmp_path: Path, second: str) -> None:
+    """A second SIGHUP changes nothing, whether it comes while the step finishes or once
+    the run has written its summary and is putting itself away (a shell that hangs up its
+    jobs as the terminal goes): the summary table is printed and the exit code is the
+    first signal's, not death by SIGHUP."""
     logs = tmp_path / "logs"
     proc = subprocess.Popen(
         _play(tmp_path / "mem", logs),
@@ -87,45 +101,18 @@ def test_sighup_finishes_the_step_and_writes_the_summary(tmp_path: Path) -> None
     try:
         log = _wait_for_steps(proc, logs, 3)
         proc.send_signal(signal.SIGHUP)
-        time.sleep(0.05)
-        proc.send_signal(signal.SIGHUP)  # a second one does not abort
+        if second == "in_the_step":
+            time.sleep(0.05)
+            proc.send_signal(signal.SIGHUP)
+        else:
+            _second_hup_once_summarised(proc, log)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
     _summarised(log)
     assert "SIGHUP: finishing the current step, then stopping" in err
-    assert "Traceback" not in err and "(interrupted)" in out  # the summary table
-    assert proc.returncode == 128 + signal.SIGHUP, err
-
-
-def test_a_second_sighup_while_the_stopped_run_ends_changes_nothing(tmp_path: Path) -> None:
-    """The run has written its summary and is putting itself away when another SIGHUP comes
-    (a shell that hangs up its jobs as the terminal goes): the summary table is still
-    printed and the exit code is the first signal's, not death by SIGHUP."""
-    logs = tmp_path / "logs"
-    proc = subprocess.Popen(
-        _play(tmp_path / "mem", logs),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
-    try:
-        log = _wait_for_steps(proc, logs, 3)
-        proc.send_signal(signal.SIGHUP)
-        deadline = time.monotonic() + 120
-        while proc.poll() is None and time.monotonic() < deadline:
-            if _lines(log)[-1]["type"] == "summary":
-                proc.send_signal(signal.SIGHUP)
-                break
-            time.sleep(0.005)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    _summarised(log)
-    assert "Traceback" not in err and "(interrupted)" in out, err
+    assert "Traceback" not in err and "(interrupted)" in out, err  # the summary table
     assert proc.returncode == 128 + signal.SIGHUP, err
 
 

@@ -148,15 +148,21 @@ def test_plays_wording_is_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     )
 
 
+def _archived(memories: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """The source memory's archive, and the other memory (whose folder imports go to)."""
+    src, existing = memories
+    archive = tmp_path / "ex.tar.gz"
+    export_memory(src, archive)
+    return archive, existing
+
+
 def test_an_import_unpacks_against_the_configured_reserve(
     memories: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`memory.disk_reserve_mb` holds for the unpacking too, not only the default 64 MiB."""
     from kgagent.config import Config
 
-    src, existing = memories
-    archive = tmp_path / "ex.tar.gz"
-    export_memory(src, archive)
+    archive, existing = _archived(memories, tmp_path)
     free_space(monkeypatch, 100 * MIB, low_under=".import-")
     cfg = Config()
     cfg.memory.disk_reserve_mb = 200
@@ -175,9 +181,7 @@ def test_a_disk_filling_while_an_archive_unpacks_names_the_target(
 ) -> None:
     from kgagent.memory import archive_verify
 
-    src, existing = memories
-    archive = tmp_path / "ex.tar.gz"
-    export_memory(src, archive)
+    archive, existing = _archived(memories, tmp_path)
 
     def full(path, mode="r", *args, **kwargs):  # noqa: ANN001, ANN202
         if "w" in mode:
