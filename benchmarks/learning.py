@@ -187,13 +187,16 @@ def paired(a: list[float], b: list[float]) -> str:
 
 
 def target(x: list[float], y: list[float], factor: float = 1.0) -> str:
-    """The verdict on "x ≥ factor × y", x and y paired (:func:`kgagent.bench.stats.verdict`);
-    met only where the means' ratio reaches ``factor`` too."""
-    v = judge(paired_t(x, y))
+    """The verdict on "x ≥ factor × y", x and y paired (:func:`kgagent.bench.stats.verdict`):
+    the paired t test of ``x − factor·y``, so that met shows the ratio, not only a
+    difference (a ratio of means past ``factor`` with ``x − factor·y`` inside the noise is
+    not shown, as is one short of it inside the noise)."""
+    if factor == 1.0:
+        return str(judge(paired_t(x, y)))
+    p = paired_t(x, [factor * v for v in y])
     a, b = statistics.fmean(x), statistics.fmean(y)
-    if v.word == "met" and a < factor * b:
-        return f"missed ({ratio(a, b)} < {factor:g}×; difference {v.why})"
-    return str(v)
+    spread = f" ± {p.se:.2f}" if p.se else ""
+    return f"{judge(p)} ({ratio(a, b)}; x − {factor:g}·y {p.mean:+.2f}{spread})"
 
 
 def verdict(

@@ -166,6 +166,10 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}×" if b > 0 else ("∞" if a > 0 else "—")
 
 
+#: Relative size under which the standard error of differences is rounding, not spread.
+NO_SPREAD = 1e-12
+
+
 def paired_t(x: Sequence[float], y: Sequence[float]) -> Paired:
     """The paired t test of ``x − y`` (pairs in order), with a two-sided p-value."""
     if len(x) != len(y):
@@ -180,6 +184,10 @@ def paired_t(x: Sequence[float], y: Sequence[float]) -> Paired:
         return Paired(n, m, None, None, 0, None, up, n - up - down, down)
     se = statistics.stdev(d) / math.sqrt(n)
     df = n - 1
+    # Differences that are all equal but for rounding (0.3 − 0.2 and 0.4 − 0.3, as ERR's
+    # fractions give) have no spread either: an se of 1e-17 would make t 1e16, p 0.
+    if se <= NO_SPREAD * max(abs(v) for v in d):
+        se = 0.0
     t = m / se if se > 0 else None
     p = t_two_sided(t, df) if t is not None else None
     return Paired(n, m, se, t, df, p, up, n - up - down, down)

@@ -138,3 +138,14 @@ def test_the_machine_line_says_which_simd_features_the_cpu_lacks() -> None:
     line = simd_line("SSE SSE2 *SSE4.1 *AVX2 *AVX512-SKX?")
     assert line == "SSE SSE2 SSE4.1 AVX2 (not on this CPU: AVX512-SKX)"
     assert simd_line("SSE *AVX2") == "SSE AVX2"
+
+
+def test_equal_differences_but_for_rounding_have_no_spread() -> None:
+    """ERR's fractions: 0.3 − 0.2 and 0.4 − 0.3 differ in the 17th digit; that is not a
+    spread to test (it gave t ≈ 1e16 and "met")."""
+    from kgagent.bench.stats import paired_t, verdict
+
+    p = paired_t([0.3, 0.4, 0.5] * 4, [0.2, 0.3, 0.4] * 4)
+    assert p.t is None and p.p is None
+    assert str(verdict(p)) == "not shown (no spread: t undefined)"
+    assert paired_t([0.3, 0.41, 0.5] * 4, [0.2, 0.3, 0.4] * 4).t is not None  # a real spread

@@ -97,12 +97,16 @@ def test_rounds_from_two_series_are_not_shown_however_steady(learning: ModuleTyp
 @pytest.mark.parametrize(
     ("full", "other", "factor", "expected"),
     [
-        # ten seeds, a shown difference and the ratio reached
+        # ten seeds, x − 1.3·y shown above 0
         ([3.0, 4.0] * 5, [1.0, 1.0] * 5, 1.3, "met (p = "),
         # a difference inside the noise: 2.1× the means, and still not shown
         ([4.0, 0.0] * 5, [0.0, 1.9] * 5, 1.3, "not shown (p = "),
-        # shown, but short of the ratio
-        ([2.0, 3.0] * 5, [2.0, 2.0] * 5, 1.3, "missed (1.25× < 1.3×; difference p = "),
+        # x − y shown, but x − 1.3·y inside the noise: the ratio is not shown either way
+        ([2.0, 3.0] * 5, [2.0, 2.0] * 5, 1.3, "not shown (p = "),
+        # 1.4× the means and x − y shown, x − 1.3·y not: not met
+        ([3.5, 2.1] * 5, [2.0, 2.0] * 5, 1.3, "not shown (p = "),
+        # x − 1.3·y shown below 0: missed
+        ([2.0, 2.1] * 5, [2.0, 2.0] * 5, 1.3, "missed (p = "),
         # shown the other way
         ([1.0, 2.0] * 5, [3.0, 3.0] * 5, 1.0, "missed (p = "),
     ],
