@@ -203,7 +203,7 @@ def _methods_table(res: Results, at: Where) -> list[str]:
         s = res.stat(exp.name, env, judge, rnd, m, metric)
         if not rows or s is None:
             continue
-        per = " ".join(_num(r.get(metric)) for r in rows)
+        per = _per_run(exp, rows, metric)
         sd = f"{s['mean']:.2f} ± {s['sd']:.2f}" if s["sd"] is not None else f"{s['mean']:.2f}"
         se = f"{s['mean']:.2f} ± {s['se']:.2f}" if s["se"] is not None else f"{s['mean']:.2f}"
         iqm = f"{s['iqm']:.2f} [{s['iqm_lo']:.2f}, {s['iqm_hi']:.2f}]"
@@ -389,6 +389,16 @@ def _rounds_table(res: Results, at: Where) -> list[str]:
     if len(lines) == 2:
         return []
     return lines + ["", f"{_VERDICT_RULE.capitalize()}.", ""] if judged else lines + [""]
+
+
+def _per_run(exp: Experiment, rows: list[dict], metric: str) -> str:
+    """A method's values in seed and series order, ``-`` where a run is missing (a cell
+    that failed or was not run): a row with a gap says so, and where."""
+    by = {(r["seed"], r["series"]): r for r in rows}
+    keys = [(seed, series) for seed in exp.seeds for series in range(exp.series)]
+    if not set(by) <= set(keys):  # runs of seeds the grid no longer lists: as they are
+        return " ".join(_num(r.get(metric)) for r in rows)
+    return " ".join(_num(by[k].get(metric)) if k in by else "-" for k in keys)
 
 
 def _per(exp: Experiment) -> str:

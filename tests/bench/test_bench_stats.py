@@ -149,3 +149,17 @@ def test_equal_differences_but_for_rounding_have_no_spread() -> None:
     assert p.t is None and p.p is None
     assert str(verdict(p)) == "not shown (no spread: t undefined)"
     assert paired_t([0.3, 0.41, 0.5] * 4, [0.2, 0.3, 0.4] * 4).t is not None  # a real spread
+
+
+def test_a_methods_row_marks_the_run_it_lacks() -> None:
+    """A seed that one method lost (a failed cell) shows as `-` in its place, not as a
+    shorter row whose values slide under the wrong seeds."""
+    from types import SimpleNamespace
+
+    from kgagent.bench.report import _per_run
+
+    exp = SimpleNamespace(seeds=[0, 1, 2], series=1)
+    rows = [{"seed": 0, "series": 0, "p": 3.0}, {"seed": 2, "series": 0, "p": 5.0}]
+    assert _per_run(exp, rows, "p") == "3 - 5"
+    two = SimpleNamespace(seeds=[0], series=2)
+    assert _per_run(two, [{"seed": 0, "series": 1, "p": 0.5}], "p") == "- 0.50"
