@@ -174,6 +174,12 @@ _BOUND = re.compile(r"^(>=|>)\s*(-?[\d.]+)$")
 
 
 @functools.cache
+def _choices(spec: FieldSpec) -> set[str]:
+    """The values a field of choices allows (``auto | ocr | none``); empty for others."""
+    text = spec.allowed.strip()
+    return {c.strip() for c in text.split("|")} if "|" in text and not spec.check else set()
+
+
 def _rule(allowed: str) -> Callable[[Any], bool]:
     """The test an ``allowed`` text stands for; unknown syntax is a programming error."""
     text = allowed.strip()
@@ -210,8 +216,31 @@ def _typed(kind: str, v: Any) -> bool:
     return isinstance(v, str) and v.strip() != ""
 
 
+#: The largest size a number in the configuration may have: what a setting can mean
+#: (seconds, pixels, counts, weights) stays far below it, and beyond it arithmetic on it
+#: overflows (a distance squared, a deque's length) in the middle of a run.
+MAX_MAGNITUDE = 1e15
+
+
+def _out_of_range(spec: FieldSpec, v: Any) -> str | None:
+    """The refusal of a number too large, or of text that is not Unicode (bytes from the
+    command line that are not UTF-8: a config file written from it could not be read)."""
+    for x in v if isinstance(v, tuple) else (v,):
+        number = isinstance(x, int | float) and not isinstance(x, bool)
+        if number and (isinstance(x, int) or math.isfinite(x)) and abs(x) > MAX_MAGNITUDE:
+            return f"{spec.name} = {show(v)}: too large (at most {MAX_MAGNITUDE:g} in size)"
+        if isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"{spec.name}: the value is not UTF-8 text"
+    return None
+
+
 def refusal(spec: FieldSpec, v: Any) -> str | None:
     """None when ``v`` is allowed, else the one-line refusal naming field, value and rule."""
+    if v is not None and (why := _out_of_range(spec, v)):
+        return why
     if v is None:
         ok = spec.optional
     elif spec.length is not None:
@@ -255,7 +284,12 @@ def parse_override(raw: str, spec: FieldSpec) -> Any:
 
 def coerce(value: Any, spec: FieldSpec) -> Any:
     """A TOML or override value in the field's type; refused in one line if it cannot be."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null")):
+    if value is None or (
+        isinstance(value, str)
+        and value.strip().lower() in ("none", "null")
+        # no value, unless "none" is one of the field's choices (perception.reader)
+        and value.strip().lower() not in _choices(spec)
+    ):
         value = None
     elif spec.length is not None:
         if isinstance(value, str):

@@ -533,3 +533,36 @@ def test_explain_says_where_each_value_came_from(tmp_path):
         "run.ablation = no_graph",
     )
     assert eff.rewards.use_novelty is False
+
+
+def test_none_is_kept_as_text_where_it_is_one_of_the_choices(tmp_path):
+    """`perception.reader = none` (docs/config.md) means the choice "none", not no value;
+    elsewhere "none" is still no value (and refused where a value is needed)."""
+    cfg = Config()
+    cfg.set_dotted("perception.reader=none")
+    assert cfg.perception.reader == "none"
+    f = tmp_path / "c.toml"
+    f.write_text('[perception]\nreader = "none"\n')
+    assert Config.load(f).perception.reader == "none"
+    with pytest.raises(ConfigError, match="brain.model = none: must be"):
+        Config().set_dotted("brain.model=none")
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "perception.dedup_center_distance=1e155",  # squared in the segmenter: overflow
+        "rewards.past_effects=100000000000000000000",  # a deque's length: overflow
+        "run.seed=1e20",
+    ],
+)
+def test_a_number_too_large_to_mean_anything_is_refused_before_the_run(override):
+    with pytest.raises(ConfigError, match=r"too large \(at most 1e\+15 in size\)"):
+        Config().set_dotted(override)
+
+
+def test_text_that_is_not_unicode_is_refused():
+    """Bytes from the command line that are not UTF-8 (surrogate-escaped by Python): a
+    config file written from them (`kgagent config --format toml`) could not be read."""
+    with pytest.raises(ConfigError, match="brain.model: the value is not UTF-8 text"):
+        Config().set_dotted("brain.model=\udcff\udcfe")
