@@ -58,6 +58,11 @@ from kgagent.errors import ConfigError, KGAgentError
 MAX_CONFIG_BYTES = 1 << 20
 
 
+#: Settings an environment variable overrides whatever the config says (the memory's
+#: folder: ``--memory`` wins over both; cli/common.py, kgagent/memory/engine.py).
+ENVIRONMENT_WINS = {"memory.engine": "KGAGENT_ENGINE", "memory.path": "KGAGENT_MEMORY"}
+
+
 @dataclass(frozen=True)
 class FieldOrigin:
     """One field of an effective config, its value and where the value came from."""
@@ -150,6 +155,16 @@ class Config:
                 notes += ["over the file"] if "file" in given else []
                 source = "--set" + (f" ({'; '.join(notes)})" if notes else "")
             out.append(FieldOrigin(spec.name, value, source))
+        for i, o in enumerate(out):
+            var = ENVIRONMENT_WINS.get(o.name)
+            if var and os.environ.get(var):
+                try:
+                    eff.set_dotted(f"{o.name}={os.environ[var]}")
+                except ConfigError as e:
+                    raise ConfigError(f"{var} (in the environment): {e}") from None
+                section, key = o.name.split(".")
+                value = getattr(getattr(eff, section), key)
+                out[i] = FieldOrigin(o.name, value, f"${var} (the environment wins over {o.name})")
         return eff, out
 
     def to_toml(self, notes: dict[str, str] | None = None) -> str:

@@ -5,10 +5,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from kgagent.cli.main import cli
 
 from kgagent.config import Config
+
+
+@pytest.fixture(autouse=True)
+def _no_environment(monkeypatch) -> None:
+    """The figures below are the config's own (the Kùzu pass of the suite sets
+    KGAGENT_ENGINE, which `kgagent config` shows winning: the last test)."""
+    monkeypatch.delenv("KGAGENT_ENGINE", raising=False)
+    monkeypatch.delenv("KGAGENT_MEMORY", raising=False)
 
 
 def run(*args: str):
@@ -73,3 +82,19 @@ def test_a_bad_setting_is_one_line_with_the_closest_field() -> None:
         "error: unknown config field memory.thetamerge; did you mean memory.theta_merge?"
     )
     assert len(res.stderr.splitlines()) == 1
+
+
+def test_the_environment_that_wins_is_shown_winning(tmp_path: Path, monkeypatch) -> None:
+    """KGAGENT_ENGINE and KGAGENT_MEMORY beat the config: `config` shows what a run uses."""
+    monkeypatch.setenv("KGAGENT_ENGINE", "kuzu")
+    monkeypatch.setenv("KGAGENT_MEMORY", str(tmp_path / "m3"))
+    res = run("--set", "memory.engine=ladybug", "--set", f"memory.path={tmp_path / 'other'}")
+    assert res.exit_code == 0, res.output
+    rows = {r["field"]: r for r in json.loads(run("--format", "json").output)}
+    assert rows["memory.engine"]["value"] == "kuzu"
+    assert rows["memory.engine"]["source"].startswith("$KGAGENT_ENGINE (the environment wins")
+    assert rows["memory.path"]["value"] == str(tmp_path / "m3")
+    monkeypatch.setenv("KGAGENT_ENGINE", "bogus")
+    res = run()
+    assert res.exit_code == 1
+    assert res.output.startswith("error: KGAGENT_ENGINE (in the environment): memory.engine")
