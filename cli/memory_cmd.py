@@ -124,7 +124,13 @@ def import_cmd(
     from kgagent.memory.archive import import_memory
 
     summary = import_memory(
-        archive, memory, config, force=force, expect_encoder=expect_encoder, progress=_say
+        archive,
+        memory,
+        config,
+        force=force,
+        expect_encoder=expect_encoder,
+        progress=_say,
+        placed=work_done,
     )
     work_done()
     emit_record(summary, fmt)

@@ -44,6 +44,5 @@ def merge_cmd(
     mark_writes()
     from kgagent.memory.merge import merge_memories
 
-    summary = merge_memories(list(sources), into or memory, config, progress=_say)
-    work_done()
+    summary = merge_memories(list(sources), into or memory, config, progress=_say, placed=work_done)
     emit_record(summary, fmt)

@@ -173,13 +173,13 @@ _INTERVAL = re.compile(r"^([\[(])\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*([\])])$")
 _BOUND = re.compile(r"^(>=|>)\s*(-?[\d.]+)$")
 
 
-@functools.cache
 def _choices(spec: FieldSpec) -> set[str]:
     """The values a field of choices allows (``auto | ocr | none``); empty for others."""
     text = spec.allowed.strip()
     return {c.strip() for c in text.split("|")} if "|" in text and not spec.check else set()
 
 
+@functools.cache
 def _rule(allowed: str) -> Callable[[Any], bool]:
     """The test an ``allowed`` text stands for; unknown syntax is a programming error."""
     text = allowed.strip()
@@ -216,18 +216,21 @@ def _typed(kind: str, v: Any) -> bool:
     return isinstance(v, str) and v.strip() != ""
 
 
-#: The largest size a number in the configuration may have: what a setting can mean
-#: (seconds, pixels, counts, weights) stays far below it, and beyond it arithmetic on it
-#: overflows (a distance squared, a deque's length) in the middle of a run.
+#: The largest size a real number in the configuration may have: what such a setting
+#: means (seconds, pixels, weights) stays far below it, and beyond it arithmetic on it
+#: overflows (a distance squared) in the middle of a run.
 MAX_MAGNITUDE = 1e15
+#: Integers (counts, lengths, a seed: a nanosecond timestamp is a fine one) fit 64 bits.
+MAX_INT = 2**63 - 1
 
 
 def _out_of_range(spec: FieldSpec, v: Any) -> str | None:
     """The refusal of a number too large, or of text that is not Unicode (bytes from the
     command line that are not UTF-8: a config file written from it could not be read)."""
     for x in v if isinstance(v, tuple) else (v,):
-        number = isinstance(x, int | float) and not isinstance(x, bool)
-        if number and (isinstance(x, int) or math.isfinite(x)) and abs(x) > MAX_MAGNITUDE:
+        if isinstance(x, int) and not isinstance(x, bool) and abs(x) > MAX_INT:
+            return f"{spec.name} = {show(v)}: too large (an integer of at most 64 bits)"
+        if isinstance(x, float) and math.isfinite(x) and abs(x) > MAX_MAGNITUDE:
             return f"{spec.name} = {show(v)}: too large (at most {MAX_MAGNITUDE:g} in size)"
         if isinstance(x, str):
             try:

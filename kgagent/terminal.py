@@ -85,6 +85,10 @@ def silence_gone_outputs(fds: Iterable[int] = (1, 2)) -> list[int]:
     return gone
 
 
+#: The one standard error of the bars: tqdm clears a bar before a line written to the
+#: stream it draws on, which it tells by equality.
+STDERR = StderrUntilGone()
+
 #: Seconds between two plain progress lines (standard error not a terminal).
 PLAIN_EVERY_S = 30.0
 
@@ -104,7 +108,7 @@ def progress_bar(total: int, desc: str, unit: str) -> Any:
         return PlainProgress(total, desc, unit)
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, file=StderrUntilGone(), dynamic_ncols=True)
+    return tqdm(total=total, desc=desc, unit=unit, file=STDERR, dynamic_ncols=True)
 
 
 class PlainProgress:

@@ -558,8 +558,14 @@ def test_none_is_kept_as_text_where_it_is_one_of_the_choices(tmp_path):
     ],
 )
 def test_a_number_too_large_to_mean_anything_is_refused_before_the_run(override):
-    with pytest.raises(ConfigError, match=r"too large \(at most 1e\+15 in size\)"):
+    with pytest.raises(ConfigError, match=r"too large \((at most 1e\+15 in size|an integer of)"):
         Config().set_dotted(override)
+
+
+def test_a_seed_may_be_any_64_bit_integer():
+    cfg = Config()
+    cfg.set_dotted("run.seed=1733560000000000000")  # a nanosecond timestamp
+    assert cfg.run.seed == 1733560000000000000
 
 
 def test_text_that_is_not_unicode_is_refused():

@@ -129,13 +129,17 @@ class _StopFlag:
         if self.signum is not None:
             silence_gone_outputs()  # a pipe's reader that went with the terminal meanwhile
         for sig, old in self._old.items():
+            # A handler that would stop the command (the CLI's): the run is written (its
+            # summary line too), so it is told, before it is put back, that a stop was
+            # made here (``taken``) or that nothing is left to undo (``settle``): a signal
+            # during the closing that follows does not cut it short.
+            taken, settle = getattr(old, "taken", None), getattr(old, "settle", None)
+            if self.signum is not None and callable(taken):
+                taken(self.signum)
+            elif callable(settle):
+                settle()
             if old is not None:  # None: a handler not set from Python, which cannot be put back
                 signal.signal(sig, old)
-            taken = getattr(old, "taken", None)
-            if self.signum is not None and callable(taken):
-                # a handler that would have stopped the command (the CLI's): the stop was
-                # made here, so it takes a later signal as answered
-                taken(self.signum)
 
 
 class Runner:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgagent.terminal import StderrUntilGone, progress_bar
+from kgagent.terminal import STDERR, progress_bar
 
 
 class GridProgress:
@@ -40,7 +40,7 @@ class GridProgress:
 
     def write(self, line: str) -> None:
         if self._bar is not None:
-            self._bar.write(line, file=StderrUntilGone())  # tqdm's: stdout by default
+            self._bar.write(line, file=STDERR)  # tqdm's: stdout by default; the bar's stream
 
     def _refresh(self) -> None:
         if self._bar is not None:

@@ -84,15 +84,17 @@ def export_memory(
         raise ArchiveError(
             f"cannot write {out} ({e.strerror or e}); choose a writable place"
         ) from None
-    os.close(fd)
-    held = staging.lock_file(Path(tmp))  # live: not removed as stale by another export
-    try:
+    held = None
+    try:  # from here on, however it ends (a stop signal included), the temporary goes
+        os.close(fd)
+        held = staging.lock_file(Path(tmp))  # live: not removed as stale by another export
         return _export(memory_path, out, Path(tmp), config, say)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     finally:
-        held.release()
+        if held is not None:
+            held.release()
 
 
 def _export(

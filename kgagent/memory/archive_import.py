@@ -16,6 +16,7 @@ import fcntl
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -90,8 +91,10 @@ def import_memory(
     force: bool = False,
     expect_encoder: str | None = None,
     progress: Progress | None = None,
+    placed: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Import ``archive`` as the memory at ``target``; returns a summary.
+    """Import ``archive`` as the memory at ``target``; returns a summary. ``placed`` is
+    called once the new memory is in place (the CLI then has nothing left to undo).
 
     Refuses an existing memory at ``target`` unless ``force``; a non-empty
     directory that is not a kgagent memory is refused even with ``force``, and
@@ -144,6 +147,8 @@ def import_memory(
                 raise e.reworded(target, NO_SPACE) from None
             say("moving the imported memory into place")
             kept = _place(new, target, replacing, work)
+            if placed is not None:
+                placed()
             if kept:  # `runs list` shows the replaced memory's runs: say why
                 say(f"kept what the replaced memory's directory held beside it: {', '.join(kept)}")
         finally:

@@ -64,6 +64,12 @@ class DiskSpaceError(MemoryStoreError):
         self.reserve = int(reserve)
         self.extra = max(0, int(extra))
         self.extra_for = extra_for
+        if self.free >= self.reserve + self.extra:  # a write failed for want of room anyway
+            super().__init__(
+                f"the file system of {where} has no room left although {mib(self.free)} are "
+                f"free (the user's quota, or the file system's inodes, are spent); {outcome}"
+            )
+            return
         if self.extra:
             below = (
                 f"the {mib(self.reserve + self.extra)} needed ({mib(self.extra)} "

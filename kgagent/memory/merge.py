@@ -91,8 +91,11 @@ def merge_memories(
     config: Config | None = None,
     *,
     progress: Progress | None = None,
+    placed: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Merge the memories (directories or archive files) ``sources`` into ``dest``.
+    ``placed`` is called once the merged memory is in place, or found unchanged (the CLI
+    then has nothing left to undo).
 
     ``dest`` may be absent or empty (a new memory is made). Returns a summary: what
     was created, merged and skipped as already merged, the statistics after, and
@@ -163,6 +166,8 @@ def merge_memories(
                 else:
                     say(f"putting the merged memory in place at {dest}")
                     place(built, dest, replacing, work)
+                if placed is not None:
+                    placed()
             except DiskSpaceError as e:  # met on a work folder: say it of the destination
                 raise e.reworded(dest, NO_SPACE) from None
             finally:

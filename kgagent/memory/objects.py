@@ -231,7 +231,17 @@ class Objects(MemoryCore):
 
     def link_skill_objects(self, skill_id: str, object_ids: list[str]) -> None:
         """The skill uses these objects, in the order of its operations' references: its
-        links are replaced (a rewrite, or its undoing, names other objects)."""
+        links are replaced (a rewrite, or its undoing, names other objects), in one
+        transaction: a refused write (a full disk) leaves the old links, not none."""
+        db = self._db
+        assert db is not None
+        if db.in_transaction:  # a caller's (a merge): part of it
+            self._relink_skill(skill_id, object_ids)
+        else:
+            with db.transaction():
+                self._relink_skill(skill_id, object_ids)
+
+    def _relink_skill(self, skill_id: str, object_ids: list[str]) -> None:
         self._q("skill_drop_uses", skill=skill_id)
         for pos, oid in enumerate(object_ids):
             self._q("skill_object_link", skill=skill_id, object=oid, position=pos)

@@ -193,6 +193,8 @@ def test_a_disk_filling_while_an_archive_unpacks_names_the_target(
     with pytest.raises(DiskSpaceError) as info:
         import_memory(archive, target)
     msg = one_line(info.value)
-    assert f"file system of {target}," in msg and "the import wrote nothing there" in msg
+    # the disk here has room: the figures would say "below the reserve" of plenty free
+    assert msg.startswith(f"the file system of {target} has no room left although ")
+    assert "the import wrote nothing there" in msg
     assert ".import-" not in msg
     assert not target.exists() and leftovers(existing.parent) == []
