@@ -405,7 +405,8 @@ def _stop_signals_interrupt(seen: list[int]) -> Iterator[None]:
     """While cells run: SIGTERM and SIGHUP (the terminal closed) interrupt as Ctrl-C does.
     The first lets the running cells finish their step; a second ends them now
     (:mod:`kgagent.bench.local`). A SIGHUP ignored when the command began (``nohup``)
-    stays ignored. Each signal is appended to ``seen`` (Ctrl-C's SIGINT too)."""
+    stays ignored. Each of these signals is appended to ``seen``; Ctrl-C is Python's own
+    KeyboardInterrupt and appends nothing (an interrupt with ``seen`` empty is SIGINT)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
