@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -47,7 +48,42 @@ def mem(tmp_path_factory) -> Path:
 
 
 def run(*args: str, input: str | None = None):
+    """In this process: for queries refused before any child is forked."""
     return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+#: `kgagent` in a process of its own; BLIND_GUARD=1 takes the token check away (the
+#: kernel's confinement is then the only line).
+DRIVER = """
+import os, sys
+if os.environ.get("BLIND_GUARD"):
+    from kgagent.memory import guard
+    guard.classify = lambda text: guard.Verdict()
+from kgagent.cli.main import main
+main()
+"""
+
+
+def run_process(*args: str, blind: bool = False) -> SimpleNamespace:
+    """A query that runs forks a child for it (kgagent/memory/isolated.py): from a process
+    of its own, as `kgagent` runs, not from pytest's, whose other threads (LanceDB's event
+    loop, the watchdog) a fork copies in whatever state they were, so that a child could
+    wait for ever on a lock one of them held (a read timed out at 60 s under load)."""
+    env = {**os.environ, **({"BLIND_GUARD": "1"} if blind else {})}
+    res = subprocess.run(
+        [sys.executable, "-c", DRIVER, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
+    return SimpleNamespace(
+        exit_code=res.returncode,
+        stdout=res.stdout,
+        stderr=res.stderr,
+        output=res.stdout + res.stderr,
+    )
 
 
 def attacks(out: Path) -> list[str]:
@@ -103,12 +139,10 @@ def test_with_the_guard_fooled_the_kernel_still_keeps_a_read_query_off_the_files
     beneath the memory and Python's code, writes nowhere). Should the token check ever
     let a file statement through, the engine's attempt fails and nothing is written or
     read outside the memory."""
-    from kgagent.memory import guard
     from kgagent.memory.confine import abi_version
 
     if abi_version() < 1:
         pytest.skip("this kernel has no Landlock: the query guard is the only line")
-    monkeypatch.setattr(guard, "classify", lambda text: guard.Verdict())  # a blind guard
     out = tmp_path / "out"
     out.mkdir()
     secret = tmp_path / "secret.csv"
@@ -118,15 +152,15 @@ def test_with_the_guard_fooled_the_kernel_still_keeps_a_read_query_off_the_files
         f"EXPORT DATABASE '{out}/dump'",
         f"LOAD FROM '{secret}' (header=false) RETURN *",
     ):
-        res = run("query", "--memory", str(mem), stmt)
+        res = run_process("query", "--memory", str(mem), stmt, blind=True)  # a blind guard
         line = _one_line_refusal(res)
         assert "hunter2" not in res.output, (stmt, line)
     _untouched(mem, out)
-    ok = run(
+    ok = run_process(
         "query", "--memory", str(mem), "MATCH (s:State) RETURN count(*) AS n", "--format", "csv"
     )
     assert (ok.exit_code, ok.output.split()) == (0, ["n", "3"]), ok.output  # reads still work
-    allowed = run(
+    allowed = run_process(
         "query",
         "--memory",
         str(mem),
@@ -151,7 +185,7 @@ def test_file_and_stdin_are_checked_the_same(mem: Path, tmp_path: Path) -> None:
 def test_checkpoint_leaves_no_shadow_and_readers_still_open(mem: Path) -> None:
     _one_line_refusal(run("query", "--memory", str(mem), "/* ' */ CHECKPOINT /* ' */"))
     assert not (mem / "graph.db.shadow").exists()
-    ok = run(
+    ok = run_process(
         "query", "--memory", str(mem), "MATCH (s:State) RETURN count(*) AS n", "--format", "csv"
     )
     assert (ok.exit_code, ok.output.split()) == (0, ["n", "3"]), ok.output
@@ -199,7 +233,7 @@ def test_strings_comments_and_properties_are_not_statements(mem: Path) -> None:
         "CALL show_tables() RETURN name",
         "CALL table_info('State') RETURN name",
     ):
-        res = run("query", "--memory", str(mem), q, "--format", "json")
+        res = run_process("query", "--memory", str(mem), q, "--format", "json")
         assert res.exit_code == 0, (q, res.output)
 
 
@@ -210,7 +244,7 @@ def test_allow_files_is_the_only_way_and_it_works(mem: Path, tmp_path: Path) -> 
     q = f"COPY (MATCH (s:State) RETURN s.id) TO '{target}'"
     _one_line_refusal(run("query", "--memory", str(mem), "--write", q))
     assert not target.exists()
-    ok = run("query", "--memory", str(mem), "--allow-files", q)
+    ok = run_process("query", "--memory", str(mem), "--allow-files", q)
     assert ok.exit_code == 0, ok.output
     assert len(target.read_text().splitlines()) >= 3
 
@@ -267,18 +301,14 @@ def test_unreadable_query_input_is_one_line(mem: Path, tmp_path: Path) -> None:
 
 def test_limit_streams_and_says_when_rows_were_left(mem: Path) -> None:
     q = "UNWIND range(1, 25) AS x RETURN x"
-    res = CliRunner().invoke(
-        cli, ["query", "--memory", str(mem), q, "--limit", "10", "--format", "jsonl"]
-    )
+    res = run_process("query", "--memory", str(mem), q, "--limit", "10", "--format", "jsonl")
     assert res.exit_code == 0
     assert [int(line.split(":")[1].rstrip("}")) for line in res.stdout.splitlines()] == list(
         range(1, 11)
     )
     assert "only the first 10 rows" in res.stderr
     for fmt in ("json", "csv", "jsonl", "table"):
-        full = CliRunner().invoke(
-            cli, ["query", "--memory", str(mem), q, "--limit", "0", "--format", fmt]
-        )
+        full = run_process("query", "--memory", str(mem), q, "--limit", "0", "--format", fmt)
         assert full.exit_code == 0 and "only the first" not in full.stderr
         assert "25" in full.stdout
 

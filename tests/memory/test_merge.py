@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from command_lines import KGAGENT
 
 from kgagent.actions import Operation
 from kgagent.agent.augment import op_key
@@ -268,24 +269,30 @@ def key_ops() -> list[Operation]:
     return [Operation("key", key="enter")]
 
 
-def test_provenance_through_kgagent_query(two, tmp_path: Path) -> None:
-    from kgagent.cli.query import query_cmd
+def _query(dest: Path, *args: str) -> list[dict]:
+    """`kgagent query` in a process of its own: the query's forked child must not copy
+    pytest's threads (tests/cli/test_security_query.py, `run_process`)."""
+    res = subprocess.run(
+        [*KGAGENT, "query", "--memory", str(dest), *args, "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
 
+
+def test_provenance_through_kgagent_query(two, tmp_path: Path) -> None:
     pa, a, pb, b = two
     dest = tmp_path / "ab"
     merge_memories([pa, pb], dest)
-    res = CliRunner().invoke(
-        query_cmd, ["--memory", str(dest), "--name", "merged_skills", "--format", "json"]
-    )
-    assert res.exit_code == 0, res.output
-    rows = json.loads(res.output)
+    rows = _query(dest, "--name", "merged_skills")
     by_name = {r["name"]: json.loads(r["origin"]) for r in rows}
     assert {"memory": b["id"], "id": b["ky"]} in by_name["close"]  # learned by agent B
     assert {"memory": a["id"], "id": a["kx"]} in by_name["press button"]
     assert {"memory": b["id"], "id": b["kx"]} in by_name["press button"]  # and by B
     q = f"MATCH (s:State) WHERE s.origin CONTAINS '{a['id']}' RETURN count(*) AS n"
-    res = CliRunner().invoke(query_cmd, ["--memory", str(dest), q, "--format", "json"])
-    assert res.exit_code == 0 and json.loads(res.output)[0]["n"] == 2
+    assert _query(dest, q)[0]["n"] == 2
 
 
 def test_merging_again_changes_nothing(two, tmp_path: Path) -> None:
