@@ -129,6 +129,15 @@ def mark_writes() -> None:
         ctx.find_root().ensure_object(dict)["writes"] = True
 
 
+def own_process() -> bool:
+    """Whether this command runs in the ``kgagent`` process it will end (``main``),
+    rather than called in the process of a host (a notebook, a test runner) whose
+    threads are not ours: what may fork and what must start a fresh interpreter
+    (:mod:`kgagent.memory.isolated`)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and (ctx.find_root().obj or {}).get("ends_process"))
+
+
 def work_done() -> None:
     """The command's change is in place: a SIGTERM or SIGHUP from here on is ignored
     (nothing is left to undo), so the command prints what it did and exits 0 (see

@@ -28,11 +28,19 @@ import json
 import shutil
 import sys
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
-from kgagent.cli.common import common_options, mark_writes, open_memory, read_input
+from kgagent.cli.common import (
+    common_options,
+    mark_writes,
+    open_memory,
+    own_process,
+    read_input,
+)
 from kgagent.cli.output import cell, emit, jsonable
 
 from kgagent.config import Config
@@ -219,28 +227,13 @@ def query_cmd(
     if write:
         cut = _write_query(text, bound, name, memory, config, allow_files, timeout, fmt, limit)
     else:
-        from contextlib import contextmanager
-
         from kgagent.memory.isolated import child_rows, default_max_rss
 
-        @contextmanager
-        def produce() -> Iterator[Iterator[dict[str, Any]]]:
-            # in the child process: its own read-only connection
-            mem = open_memory(memory, config, write=False)
-            if not allow_files:
-                mem = _confined(mem, memory, config)
-            try:
-                if name is not None:
-                    mem.named_query(name, bound)  # internal or missing parameters: refused
-                with mem.cypher_rows(text, bound, allow_files=allow_files, timeout=timeout) as rows:
-                    yield rows
-            except QueryError as e:
-                raise _timed_out(e, timeout) from None
-            finally:
-                mem.close()
-
+        produce = _ReadQuery(memory, config, text, bound, name, allow_files, timeout)
         cap = int(max_memory_gib * 2**30) if max_memory_gib else default_max_rss()
-        with child_rows(produce, timeout_s=timeout, max_rss_bytes=cap, jsonable=jsonable) as rows:
+        with child_rows(
+            produce, timeout_s=timeout, max_rss_bytes=cap, jsonable=jsonable, fork=own_process()
+        ) as rows:
             cut = _print_rows(rows, fmt, limit)
     if cut:
         click.echo(
@@ -249,6 +242,38 @@ def query_cmd(
             "pass --limit 0 for all, or narrow the query",
             err=True,
         )
+
+
+@dataclass(frozen=True)
+class _ReadQuery:
+    """A read-only query as the child process runs it (:mod:`kgagent.memory.isolated`):
+    its own read-only connection, confined unless ``allow_files``. A class, not a
+    closure, so that a fresh interpreter can receive it."""
+
+    memory: Path
+    config: Config
+    text: str
+    bound: dict[str, Any]
+    name: str | None
+    allow_files: bool
+    timeout: float
+
+    @contextmanager
+    def __call__(self) -> Iterator[Iterator[dict[str, Any]]]:
+        mem = open_memory(self.memory, self.config, write=False)
+        if not self.allow_files:
+            mem = _confined(mem, self.memory, self.config)
+        try:
+            if self.name is not None:
+                mem.named_query(self.name, self.bound)  # internal or missing parameters: refused
+            with mem.cypher_rows(
+                self.text, self.bound, allow_files=self.allow_files, timeout=self.timeout
+            ) as rows:
+                yield rows
+        except QueryError as e:
+            raise _timed_out(e, self.timeout) from None
+        finally:
+            mem.close()
 
 
 def _confined(mem: Any, memory: Path, config: Config) -> Any:

@@ -6,8 +6,15 @@ parser, which the timeout does not cover), or crash the engine (brackets nested
 hundreds deep). In the process of the caller any of these ends badly: the machine
 runs out of memory, Ctrl-C is not heard, the process dies without a word.
 
-:func:`child_rows` runs the query in a forked child and reads its rows as JSON
-lines through a pipe. The parent watches the clock and the child's resident
+:func:`child_rows` runs the query in a child process and reads its rows as JSON
+lines through a pipe. The child is forked from ``kgagent``'s own process, whose
+threads are known (a BLAS pool that holds no lock at rest), and it is a fresh
+interpreter (``python -m kgagent.memory.isolated``) when the caller is a host
+process with threads of its own (a notebook, a test runner, a program that calls the
+CLI in-process): a fork copies the locks those threads hold at that instant, and a
+child that needs one waits forever. The fresh child receives ``produce`` pickled
+through its standard input, from this process only; it never reads a memory's files
+as pickles. The parent watches the clock and the child's resident
 memory and kills the child past ``timeout_s`` (plus :data:`GRACE_S`) or
 ``max_rss_bytes``; a child killed by a signal is one line saying which. The child
 only reads (a read-only connection of its own), so killing it loses nothing.
@@ -19,8 +26,11 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import pickle
 import select
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -52,21 +62,32 @@ def child_rows(
     timeout_s: float,
     max_rss_bytes: int,
     jsonable: Callable[[Any], Any],
+    fork: bool = True,
 ) -> Iterator[Iterator[dict[str, Any]]]:
-    """The rows ``produce()`` yields, computed in a forked child (see the module).
+    """The rows ``produce()`` yields, computed in a child process (see the module).
 
     ``produce`` runs in the child: it opens what it needs and returns a context
     manager of a row iterator. A :class:`KGAgentError` there is raised here again,
     with its message. ``timeout_s`` 0: no limit of time. Leaving the ``with`` block
-    early (enough rows) stops the child.
+    early (enough rows) stops the child. ``fork`` False: the child is a fresh
+    interpreter, and ``produce`` and ``jsonable`` must be picklable (module-level
+    functions, or instances of module-level classes).
     """
     read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
+    try:
+        if fork:
+            pid = os.fork()
+            if pid == 0:  # the child: never returns
+                os.close(read_fd)
+                _child(produce, write_fd, jsonable)
+            child = _Child(pid)
+        else:
+            child = _spawn(produce, jsonable, write_fd)
+    except BaseException:
         os.close(read_fd)
-        _child(produce, write_fd, jsonable)
-    os.close(write_fd)
-    child = _Child(pid)
+        raise
+    finally:
+        os.close(write_fd)
     try:
         yield _read(child, read_fd, timeout_s, max_rss_bytes)
     finally:
@@ -74,17 +95,49 @@ def child_rows(
         child.stop()
 
 
-class _Child:
-    """The forked child's pid, reaped once."""
+def _spawn(produce: Callable, jsonable: Callable, write_fd: int) -> _Child:
+    """A fresh interpreter that runs ``produce`` and writes its rows to ``write_fd``.
 
-    def __init__(self, pid: int) -> None:
+    It has the caller's import path (a host may have set up its own), its own session
+    (a terminal's Ctrl-C reaches the caller, which stops it), and no other descriptor
+    of ours. A child that cannot start is told by :func:`_read` as one that ended."""
+    payload = pickle.dumps((produce, jsonable))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
+    popen = subprocess.Popen(
+        [sys.executable, "-m", "kgagent.memory.isolated"],
+        stdin=subprocess.PIPE,
+        stdout=write_fd,
+        env=env,
+        start_new_session=True,
+    )
+    child = _Child(popen.pid, popen)
+    try:
+        assert popen.stdin is not None
+        with popen.stdin:
+            popen.stdin.write(payload)
+    except BrokenPipeError:
+        pass  # it ended before reading: _read says so
+    return child
+
+
+class _Child:
+    """The child's pid, reaped once (through its :class:`subprocess.Popen` when it has
+    one, which would otherwise reap it again)."""
+
+    def __init__(self, pid: int, popen: subprocess.Popen | None = None) -> None:
         self.pid = pid
+        self.popen = popen
         self.status: int | None = None
 
     def wait(self) -> int | None:
+        """Its exit code; a negative one is the signal that ended it."""
         if self.status is None:
             try:
-                self.status = os.waitpid(self.pid, 0)[1]
+                if self.popen is not None:
+                    self.status = self.popen.wait()
+                else:
+                    self.status = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
             except ChildProcessError:
                 return None
         return self.status
@@ -165,9 +218,10 @@ def _error(kind: str, message: str) -> KGAgentError:
 
 
 def _death(status: int | None) -> str:
-    """Why the child ended without a last line."""
-    if status is not None and os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
+    """Why the child ended without a last line (``status``: its exit code, negative for
+    the signal that ended it)."""
+    if status is not None and status < 0:
+        sig = -status
         try:
             name = signal.Signals(sig).name
         except ValueError:
@@ -176,7 +230,7 @@ def _death(status: int | None) -> str:
             f"the database engine crashed on this query ({name}); the memory is unchanged. "
             "A query nested very deep or very long can do this: simplify it"
         )
-    code = "" if status is None else f" (exit {os.WEXITSTATUS(status)})"
+    code = "" if status is None else f" (exit {status})"
     return f"the query process ended without an answer{code}"
 
 
@@ -187,3 +241,23 @@ def _rss(pid: int) -> int:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def _spawned_main() -> None:
+    """The fresh interpreter's side of :func:`_spawn`: the rows go to the descriptor
+    that was standard output, and standard output becomes standard error, so that
+    nothing the engine prints mixes with them."""
+    rows_fd = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        produce, jsonable = pickle.load(sys.stdin.buffer)
+    except Exception as e:  # the caller's code is not importable here: one line there
+        with os.fdopen(rows_fd, "w", encoding="utf-8") as out:
+            reason = f"the query process could not start: {type(e).__name__}: {e}"
+            out.write(json.dumps(["error", "QueryError", reason]) + "\n")
+        os._exit(1)
+    _child(produce, rows_fd, jsonable)
+
+
+if __name__ == "__main__":
+    _spawned_main()

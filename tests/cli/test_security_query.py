@@ -65,10 +65,10 @@ main()
 
 
 def run_process(*args: str, blind: bool = False) -> SimpleNamespace:
-    """A query that runs forks a child for it (kgagent/memory/isolated.py): from a process
-    of its own, as `kgagent` runs, not from pytest's, whose other threads (LanceDB's event
-    loop, the watchdog) a fork copies in whatever state they were, so that a child could
-    wait for ever on a lock one of them held (a read timed out at 60 s under load)."""
+    """The command in a process of its own, as `kgagent` runs: it forks the query's child
+    (kgagent/memory/isolated.py), where `CliRunner` in pytest's process, whose threads
+    (LanceDB's event loop, the watchdog) a fork would copy with the locks they hold,
+    starts a fresh interpreter. The guarded path is the one users run."""
     env = {**os.environ, **({"BLIND_GUARD": "1"} if blind else {})}
     res = subprocess.run(
         [sys.executable, "-c", DRIVER, *args],

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import threading
 import time
+import types
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -105,3 +108,96 @@ def test_a_query_that_crashes_the_engine_is_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1 and "Traceback" not in res.output
     res = CliRunner().invoke(cli, ["query", "--memory", str(mem), "RETURN 1 AS one"])
     assert res.exit_code == 0 and "one" in res.output  # the memory is as it was
+
+
+# --- a fresh interpreter for a host's process ----------------------------------------
+# What the child runs must be importable there: module-level functions.
+
+#: A lock a host's thread holds at the instant a child starts.
+_HELD = threading.Lock()
+
+
+@contextmanager
+def _needs_the_lock():
+    with _HELD:
+        yield iter([{"got": "the lock"}])
+
+
+@contextmanager
+def _segfault():
+    os.kill(os.getpid(), signal.SIGSEGV)
+    yield iter(())
+
+
+@contextmanager
+def _config_error():
+    raise ConfigError("no memory there")
+    yield
+
+
+@contextmanager
+def _chatty():
+    print("the engine says something on standard output")
+    yield iter([{"i": 1}])
+
+
+def test_a_lock_held_by_a_hosts_thread_hangs_a_fork_but_not_a_fresh_interpreter() -> None:
+    taken, release = threading.Event(), threading.Event()
+
+    def host_thread() -> None:
+        with _HELD:
+            taken.set()
+            release.wait(30)
+
+    worker = threading.Thread(target=host_thread, daemon=True)
+    worker.start()
+    taken.wait(10)
+    try:
+        # the forked copy of the lock stays held: nobody in the child will release it
+        with pytest.raises(QueryError, match="longer than --timeout 0.5 s"):
+            _rows(_needs_the_lock, timeout_s=0.5)
+        assert _rows(_needs_the_lock, timeout_s=20, fork=False) == [{"got": "the lock"}]
+    finally:
+        release.set()
+        worker.join()
+
+
+def test_a_fresh_interpreter_tells_errors_and_crashes_as_a_fork_does() -> None:
+    with pytest.raises(ConfigError, match="no memory there"):
+        _rows(_config_error, timeout_s=20, fork=False)
+    with pytest.raises(QueryError, match=r"engine crashed on this query \(SIGSEGV\)"):
+        _rows(_segfault, timeout_s=20, fork=False)
+    # what the engine prints does not mix with the rows
+    assert _rows(_chatty, timeout_s=20, fork=False) == [{"i": 1}]
+
+
+def test_what_a_fresh_interpreter_cannot_import_is_one_line(monkeypatch) -> None:
+    # a function of a module that exists in this process only
+    only_here = types.ModuleType("kgagent_test_only_here")
+
+    @contextmanager
+    def rows():
+        yield iter(())
+
+    rows.__module__ = only_here.__name__
+    rows.__qualname__ = "rows"
+    only_here.rows = rows  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, only_here.__name__, only_here)
+    with pytest.raises(QueryError, match="could not start: ModuleNotFoundError"):
+        _rows(rows, timeout_s=20, fork=False)
+
+
+def test_a_query_called_in_a_hosts_process_does_not_fork(tmp_path: Path, monkeypatch) -> None:
+    from kgagent.config import Config
+    from kgagent.memory import Memory
+
+    mem = tmp_path / "m"
+    Memory.open(mem, Config()).close()
+
+    def no_fork() -> int:
+        raise AssertionError("forked a process with threads of its host")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    res = CliRunner().invoke(cli, ["query", "--memory", str(mem), "RETURN 1 AS one"])
+    assert res.exit_code == 0, res.output
+    assert "one" in res.output

@@ -270,8 +270,8 @@ def key_ops() -> list[Operation]:
 
 
 def _query(dest: Path, *args: str) -> list[dict]:
-    """`kgagent query` in a process of its own: the query's forked child must not copy
-    pytest's threads (tests/cli/test_security_query.py, `run_process`)."""
+    """`kgagent query` in a process of its own, as a user runs it: the command forks the
+    query's child (tests/cli/test_security_query.py, `run_process`)."""
     res = subprocess.run(
         [*KGAGENT, "query", "--memory", str(dest), *args, "--format", "json"],
         capture_output=True,
