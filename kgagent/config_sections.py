@@ -543,7 +543,12 @@ class RunConfig(Section):
     env: str = param("cardgame", "ours", "the built-in card game needs no display and no program")
     steps: int = param(200, "ours", "a short first run; the papers' episode is 500 steps", ">= 0")
     episode_limit: int = param(500, "paper: §4, A.3", "an episode ends after 500 steps", ">= 1")
-    seed: int = param(0, "ours", "seeds the game and the agent: a run repeats exactly", ">= 0")
+    seed: int = param(
+        0,
+        "ours",
+        "seeds the game and the agent: the same run step for step (but ids' random part, times)",
+        ">= 0",
+    )
     ablation: str = param("full", "paper: Table 3", "the papers' ablations", " | ".join(ABLATIONS))
     restart: bool | None = param(
         None, "ours", "start the next episode when one ends; none: the environment decides"

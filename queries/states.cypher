@@ -87,10 +87,12 @@ MATCH (v:State {id: $state})-[:SIMILAR]-(u:State)-[e:SKILL_EDGE]->(w:State)
 RETURN e.skill AS skill, e.weight AS weight, u.id AS from_state, w.id AS to_state;
 
 // name: state_potential
-// Eq. 10: V_S(v) = sum of the weights of v's outgoing skill edges.
+// Eq. 10: the weights of v's outgoing skill edges, whose sum is V_S(v). Summed by
+// Memory.state_potential, exactly rounded: an engine's sum depends on the order it
+// reads the edges in, and LadybugDB and Kùzu differed in the last digit.
 MATCH (v:State {id: $state})
 OPTIONAL MATCH (v)-[e:SKILL_EDGE]->(:State)
-RETURN v.id AS id, coalesce(sum(e.weight), 0.0) AS potential;
+RETURN v.id AS id, collect(e.weight) AS weights;
 
 // name: state_stats_get
 MATCH (s:State {id: $state}) RETURN s.mcts AS mcts;

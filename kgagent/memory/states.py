@@ -9,6 +9,7 @@ the memory stores it as given.
 from __future__ import annotations
 
 import json
+import math
 import time
 from typing import Any
 
@@ -119,9 +120,13 @@ class States(MemoryCore):
         return sorted(out.values(), key=lambda c: (-c.weight, c.skill_id))
 
     def state_potential(self, state_id: str) -> float:
-        """Eq. 10: V_S(v) = Σ weights of v's outgoing skill edges (0 for an unknown state)."""
+        """Eq. 10: V_S(v) = Σ weights of v's outgoing skill edges (0 for an unknown state).
+
+        Summed with :func:`math.fsum`, exactly rounded whatever the order the engine
+        gives the weights in: the same run has the same R_state on either engine."""
         rows = self._q("state_potential", state=state_id)
-        return float(rows[0]["potential"]) if rows else 0.0
+        weights = (rows[0]["weights"] or []) if rows else []  # Kùzu: null for no edge
+        return math.fsum(float(w) for w in weights if w is not None)
 
     def state_stats(self, state_id: str) -> dict[str, Any] | None:
         """The state's exploration statistics (JSON; see ``kgagent.agent.state_stats``)."""
