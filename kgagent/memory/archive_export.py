@@ -71,10 +71,15 @@ def export_memory(
     """
     say = progress or noop
     out = Path(out).expanduser()
+    if out.is_dir():  # before --force's advice, which would not help
+        raise ArchiveError(f"{out} is a directory; give a file name such as memory.kgmem.tar.gz")
+    if out.exists() and not out.is_file():  # --force would rename a file over /dev/null
+        raise ArchiveError(
+            f"{out} is not a regular file (a device, a pipe or a socket); "
+            "give a file name such as memory.kgmem.tar.gz"
+        )
     if out.exists() and not force:
         raise ArchiveError(f"{out} exists; pass --force to overwrite it")
-    if out.is_dir():
-        raise ArchiveError(f"{out} is a directory; give a file name such as memory.kgmem.tar.gz")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         for stale in staging.stale_temp_files(out.parent, f".{out.name}."):

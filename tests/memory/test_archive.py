@@ -203,6 +203,21 @@ def test_force_keeps_what_the_user_kept_in_the_memorys_directory(exported, targe
         assert m.stats().nodes == 5
 
 
+def test_export_never_replaces_what_is_not_a_regular_file(source, tmp_path: Path) -> None:
+    """``--force`` renames the archive over OUT: over a device or a pipe that would put a
+    file where /dev/null was. A directory (``.``, what an empty name becomes) is named
+    before ``--force``'s advice, which would not help."""
+    pop, _ = source
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ArchiveError, match="not a regular file"):
+        export_memory(pop.path, fifo, force=True)
+    assert fifo.is_fifo()
+    assert not [p for p in tmp_path.iterdir() if p.name != "pipe"]  # no temporary left
+    with pytest.raises(ArchiveError, match=r"is a directory; give a file name"):
+        export_memory(pop.path, Path(""))
+
+
 def _corrupt(a: Path, d: Path) -> Path:
     p = d / "corrupt.tar.gz"
     data = bytearray(a.read_bytes())
