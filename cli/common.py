@@ -11,6 +11,7 @@ directory (``~/.local/share/kgagent/memory`` on Linux, see :mod:`kgagent.paths`)
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -97,6 +98,20 @@ def config_source_options(func: F) -> F:
         default=None,
         help="A TOML config file (docs/config.md lists every field).",
     )(func)
+
+
+class FiniteRange(click.FloatRange):
+    """A :class:`click.FloatRange` that refuses ``nan`` (which every comparison of the
+    range lets through, so ``--timeout nan`` meant no limit) and infinities; give it a
+    ``max`` too, so that a huge value is refused here, not by an engine's overflow."""
+
+    name = "finite number range"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
 
 
 def common_options(

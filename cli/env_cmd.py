@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from kgagent.config import Config
+from kgagent.config_fields import MAX_INT
 from kgagent.envs.registry import describe_envs, make_env
 from kgagent.errors import EnvironmentError_
 
@@ -38,7 +39,10 @@ def _png_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @env_group.command("show")
 @click.argument("name")
 @click.option(
-    "--seed", default=None, type=int, help="Seed of the built-in game (default: run.seed)."
+    "--seed",
+    default=None,
+    type=click.IntRange(min=0, max=MAX_INT),
+    help="Seed of the built-in game (default: run.seed).",
 )
 @click.option(
     "--out",
@@ -57,6 +61,8 @@ def show_cmd(name: str, seed: int | None, out: str, window: str | None, config: 
     cfg = config
     if seed is not None:
         cfg.run.seed = seed
+    if window and name != "desktop":  # it would be dropped without a word
+        raise click.UsageError(f"--window applies to desktop only, not to {name}: leave it out")
     if window:
         cfg.desktop.window = window
     cfg.validate()

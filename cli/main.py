@@ -77,12 +77,38 @@ def _stdout_closed() -> bool:
 def _quiet_exit() -> None:
     """Exit 0 without Python's "Exception ignored … BrokenPipeError" at shutdown: what is
     still buffered for standard output goes to /dev/null."""
+    _drop_stdout()
+    sys.exit(0)
+
+
+def _drop_stdout() -> None:
+    """Standard output goes to /dev/null from here on."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (AttributeError, OSError, ValueError):
         pass
-    sys.exit(0)
+
+
+def _hold_standard_fds() -> None:
+    """A standard descriptor the caller closed (``kgagent query … >&-``) is opened on
+    /dev/null: else the next file the command opens (a memory's database, its log)
+    would take its number and receive what an engine prints there, and Python's
+    ``sys.stdout`` would be None, which click skips but a row writer does not. What the
+    command prints there goes nowhere, as Python's ``print`` does with it closed."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        if getattr(sys, name) is None:
+            mode = "r" if fd == 0 else "w"
+            setattr(sys, name, open(fd, mode, encoding="utf-8", closefd=False))
 
 
 class StopSignal(KeyboardInterrupt):
@@ -192,6 +218,12 @@ class KGAgentGroup(click.Group):
             return super().parse_args(ctx, args)
         except click.UsageError as e:
             raise _usage(e) from None
+        except OSError as e:  # --help or --version into a full disk or a gone reader
+            if isinstance(e, BrokenPipeError) and _stdout_closed():
+                _quiet_exit()
+            click.echo(f"error: {describe_error(e)}", err=True)
+            _drop_stdout()  # what is still buffered would fail again at the exit
+            sys.exit(1)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         obj = ctx.ensure_object(dict)
@@ -299,6 +331,7 @@ _register()
 
 
 def main() -> None:
+    _hold_standard_fds()
     cli(prog_name="kgagent", obj={"ends_process": True})
 
 

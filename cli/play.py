@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from kgagent.config import ABLATIONS, Config
+from kgagent.config_fields import MAX_INT
 from kgagent.envs.launch import private_display_wanted
 from kgagent.envs.registry import ENVS, check_env, is_env_name
 from kgagent.errors import ConfigError
@@ -121,9 +122,17 @@ def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
     "--screen", default=None, metavar="WxH", help="desktop: size of a private Xvfb's screen."
 )
 @click.option(
-    "--steps", type=click.IntRange(min=0), default=None, help="Steps to run (default: run.steps)."
+    "--steps",
+    type=click.IntRange(min=0, max=MAX_INT),
+    default=None,
+    help="Steps to run (default: run.steps).",
 )
-@click.option("--seed", type=int, default=None, help="Seed of the game and of the agent (>= 0).")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0, max=MAX_INT),
+    default=None,
+    help="Seed of the game and of the agent (>= 0).",
+)
 @click.option(
     "--brain-url",
     default=None,

@@ -35,6 +35,7 @@ from typing import Any
 
 import click
 from kgagent.cli.common import (
+    FiniteRange,
     common_options,
     mark_writes,
     open_memory,
@@ -55,6 +56,12 @@ else:  # pragma: no cover
 DEFAULT_LIMIT = 10_000
 #: Seconds a query may run unless --timeout says otherwise.
 DEFAULT_TIMEOUT_S = 60.0
+#: The largest --timeout (about 31 years; 0 is no limit): the engines take milliseconds
+#: in 64 bits and refuse, past them, with a 300-digit number.
+MAX_TIMEOUT_S = 1e9
+#: The largest --max-memory (1 PiB): a byte count must fit an integer a process can
+#: compare with.
+MAX_MEMORY_GIB = float(2**20)
 
 
 def parse_param(item: str) -> tuple[str, Any]:
@@ -127,14 +134,14 @@ def list_rows() -> list[dict[str, Any]]:
 )
 @click.option(
     "--limit",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=sys.maxsize),
     default=DEFAULT_LIMIT,
     show_default=True,
     help="Print at most this many rows (a note on stderr says when more were left); 0: all.",
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0, max=MAX_TIMEOUT_S),
     default=DEFAULT_TIMEOUT_S,
     show_default=True,
     help="Stop the query after this many seconds; 0: no limit.",
@@ -142,7 +149,7 @@ def list_rows() -> list[dict[str, Any]]:
 @click.option(
     "--max-memory",
     "max_memory_gib",
-    type=click.FloatRange(min=0.1),
+    type=FiniteRange(min=0.1, max=MAX_MEMORY_GIB),
     default=None,
     help="Stop a read-only query whose process grows past this many GiB "
     "(default: half of this machine's memory).",

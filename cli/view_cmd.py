@@ -9,7 +9,7 @@ import click
 from kgagent.config import Config
 from kgagent.errors import ConfigError
 
-from .common import config_options, memory_option
+from .common import FiniteRange, config_options, memory_option
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -43,7 +43,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 @click.option(
     "--refresh",
     "refresh_s",
-    type=click.FloatRange(min=0.1),
+    type=FiniteRange(min=0.1, max=3600),
     default=1.0,
     show_default=True,
     help="Seconds between rereads of the memory while it changes.",

@@ -28,12 +28,48 @@ def one_error_line(res, code: int = 1) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("seed_args", [["--seed", "-1"], ["--set", "run.seed=-1"]])
-def test_negative_seed_is_refused_before_the_memory_is_opened(tmp_path: Path, seed_args) -> None:
+@pytest.mark.parametrize(
+    "seed_args, code, expected",
+    [
+        (["--seed", "-1"], 2, "error: Invalid value for '--seed': -1 is not in the range 0<=x<="),
+        (["--set", "run.seed=-1"], 1, "error: run.seed = -1: must be an integer >= 0"),
+    ],
+    ids=["option", "config"],
+)
+def test_negative_seed_is_refused_before_the_memory_is_opened(
+    tmp_path: Path, seed_args, code, expected
+) -> None:
+    """An option out of its range is a usage error (2), as ``--steps -1`` is; a config
+    value out of its range is a config error (1)."""
     mem = tmp_path / "memory"
-    line = one_error_line(run("play", "--memory", str(mem), "--steps", "1", *seed_args))
-    assert line == "error: run.seed = -1: must be an integer >= 0"
+    line = one_error_line(run("play", "--memory", str(mem), "--steps", "1", *seed_args), code)
+    assert line.startswith(expected), line
     assert not mem.exists()  # nothing was created or opened
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--timeout", "nan"], "'--timeout': 'nan' is not a finite number"),
+        (["--timeout", "inf"], "'--timeout': inf is not in the range"),
+        (["--timeout", "1e300"], "'--timeout': 1e+300 is not in the range"),
+        (["--max-memory", "1e308"], "'--max-memory': 1e+308 is not in the range"),
+        (["--max-memory", "nan"], "'--max-memory': 'nan' is not a finite number"),
+        (["--limit", "99999999999999999999999"], "'--limit': 99999999999999999999999 is not in"),
+    ],
+)
+def test_query_numbers_out_of_range_are_usage_errors(tmp_path: Path, args, says) -> None:
+    """``nan`` passes every comparison of a range (``--timeout nan`` ran with no limit);
+    a huge number reached an engine's or a slice's overflow, in a traceback."""
+    line = one_error_line(run("query", "--memory", str(tmp_path), *args, "RETURN 1"), 2)
+    assert says in line, line
+
+
+def test_a_desktop_option_for_another_env_is_refused_by_env_show(tmp_path: Path) -> None:
+    out = tmp_path / "a.png"
+    line = one_error_line(run("env", "show", "cardgame", "--out", str(out), "--window", "x"), 2)
+    assert "--window applies to desktop only, not to cardgame" in line
+    assert not out.exists()
 
 
 @pytest.mark.parametrize(
@@ -144,7 +180,7 @@ def test_usage_errors_are_one_line_with_exit_2() -> None:
 
 
 def test_debug_shows_the_exception_instead() -> None:
-    res = run("--debug", "play", "--seed", "-1")
+    res = run("--debug", "play", "--set", "run.seed=-1")
     assert res.exit_code == 1 and isinstance(res.exception, ConfigError)
     assert "run.seed = -1" in str(res.exception)
     assert not res.stderr.startswith("error: ")

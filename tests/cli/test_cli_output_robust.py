@@ -149,6 +149,41 @@ def test_a_reader_that_closes_the_pipe_ends_the_query_quietly(memory: Path, fmt:
 
 
 # --------------------------------------------------- printed commands and hints
+def _closed(fd: int, args: list[str], **kw) -> subprocess.CompletedProcess:
+    """``kgagent ARGS`` started with descriptor ``fd`` closed, as ``kgagent … >&-`` does."""
+    line = " ".join(shlex.quote(a) for a in [*KGAGENT, *args]) + f" {fd}>&-"
+    return subprocess.run(["bash", "-c", line], capture_output=True, timeout=300, **kw)
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "table"])
+def test_a_closed_standard_output_is_no_traceback(memory: Path, fmt: str) -> None:
+    """Python makes ``sys.stdout`` None there: the row writers failed on it in a
+    traceback. What is printed goes nowhere, as Python's ``print`` does."""
+    res = _closed(1, ["query", "--memory", str(memory), "--format", fmt, "RETURN 1 AS one"])
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == b""
+
+
+def test_a_closed_descriptor_is_not_taken_by_a_file_the_command_opens(tmp_path: Path) -> None:
+    """A run with standard output closed: its memory and log open on other numbers, so
+    what an engine prints cannot land in them; the run completes and the log is whole."""
+    mem = tmp_path / "m"
+    res = _closed(1, ["play", "--memory", str(mem), "--steps", "3", "--quiet"])
+    assert res.returncode == 0, res.stderr
+    assert b"Traceback" not in res.stderr
+    (log,) = (mem / "runs").glob("*.jsonl")
+    assert json.loads(log.read_text().splitlines()[-1])["type"] == "summary"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_into_a_full_disk_is_one_line(flag: str) -> None:
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([*KGAGENT, flag], stdout=full, stderr=subprocess.PIPE, timeout=60)
+    assert res.returncode == 1
+    assert res.stderr.decode().strip().splitlines() == ["error: No space left on device"]
+
+
 def test_a_printed_command_quotes_its_path(tmp_path: Path) -> None:
     missing = tmp_path / "no such ü" / "memory"
     line = one_error_line(run("runs", "list", "--memory", str(missing)))
