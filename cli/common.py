@@ -38,6 +38,16 @@ MEMORY_HELP = (
 )
 
 
+class NonEmptyPath(click.Path):
+    """A :class:`click.Path` that refuses an empty string: ``Path("")`` is the current
+    folder, so ``--memory ""`` (an unset shell variable) read or wrote there."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        if isinstance(value, str) and value == "":
+            self.fail("the path is empty", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _resolve_memory(ctx: click.Context, param: click.Parameter, value: Any) -> Path:
     return resolve_memory_path(value)
 
@@ -47,7 +57,7 @@ def memory_option(func: F) -> F:
     return click.option(
         "--memory",
         "memory",
-        type=click.Path(file_okay=False, path_type=Path),
+        type=NonEmptyPath(file_okay=False, path_type=Path),
         default=None,
         callback=_resolve_memory,
         help=MEMORY_HELP,
@@ -94,7 +104,7 @@ def config_source_options(func: F) -> F:
     return click.option(
         "--config",
         "config_file",
-        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        type=NonEmptyPath(exists=True, dir_okay=False, path_type=Path),
         default=None,
         help="A TOML config file (docs/config.md lists every field).",
     )(func)

@@ -14,7 +14,7 @@ from kgagent.config_fields import MAX_INT
 from kgagent.envs.registry import describe_envs, make_env
 from kgagent.errors import EnvironmentError_
 
-from .common import common_options, mark_writes
+from .common import NonEmptyPath, common_options, mark_writes
 from .output import emit
 
 
@@ -47,7 +47,7 @@ def _png_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option(
     "--out",
     required=True,
-    type=click.Path(dir_okay=False),
+    type=NonEmptyPath(dir_okay=False),
     callback=_png_path,
     help="PNG file to write (its name must end in .png).",
 )

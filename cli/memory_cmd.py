@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kgagent.cli.common import common_options, mark_writes, open_memory, work_done
+from kgagent.cli.common import NonEmptyPath, common_options, mark_writes, open_memory, work_done
 from kgagent.cli.output import emit, emit_record
 
 from kgagent.config import Config
@@ -80,7 +80,7 @@ def check_cmd(repair: bool, memory: Path, config: Config, fmt: str) -> None:
 
 
 @memory_group.command("export")
-@click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("out", type=NonEmptyPath(dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Overwrite OUT if it exists.")
 @common_options()
 def export_cmd(out: Path, force: bool, memory: Path, config: Config, fmt: str) -> None:
@@ -99,7 +99,7 @@ def export_cmd(out: Path, force: bool, memory: Path, config: Config, fmt: str) -
 
 
 @memory_group.command("import")
-@click.argument("archive", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("archive", type=NonEmptyPath(dir_okay=False, path_type=Path))
 @click.option(
     "--force",
     is_flag=True,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from kgagent.cli.common import common_options, mark_writes, work_done
+from kgagent.cli.common import NonEmptyPath, common_options, mark_writes, work_done
 from kgagent.cli.output import emit_record
 
 from kgagent.config import Config
@@ -21,11 +21,11 @@ def _say(msg: str) -> None:
 
 
 @click.command("merge")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("sources", nargs=-1, required=True, type=NonEmptyPath(path_type=Path))
 @click.option(
     "--into",
     "into",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=NonEmptyPath(file_okay=False, path_type=Path),
     default=None,
     help="The memory to merge into (created when absent). Default: the memory --memory names.",
 )

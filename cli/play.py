@@ -25,7 +25,7 @@ from kgagent.errors import ConfigError
 from kgagent.memory.merge_place import leftovers_warning
 from kgagent.terminal import silence_gone_outputs, tell
 
-from .common import common_options, mark_writes, work_done
+from .common import NonEmptyPath, common_options, mark_writes, work_done
 from .output import emit_record
 
 
@@ -150,13 +150,13 @@ def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
 )
 @click.option(
     "--record",
-    type=click.Path(file_okay=False),
+    type=NonEmptyPath(file_okay=False),
     default=None,
     help="Save the screenshot after every step into this directory.",
 )
 @click.option(
     "--log-dir",
-    type=click.Path(file_okay=False),
+    type=NonEmptyPath(file_okay=False),
     default=None,
     help="Where the JSONL step log goes (default: <memory>/runs).",
 )

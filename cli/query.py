@@ -36,6 +36,7 @@ from typing import Any
 import click
 from kgagent.cli.common import (
     FiniteRange,
+    NonEmptyPath,
     common_options,
     mark_writes,
     open_memory,
@@ -108,7 +109,7 @@ def list_rows() -> list[dict[str, Any]]:
 @click.option(
     "--file",
     "query_file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=NonEmptyPath(exists=True, dir_okay=False, path_type=Path),
     help="Read the Cypher query from this file.",
 )
 @click.option("--name", "name", help="Run a named query from queries/ (see --list).")

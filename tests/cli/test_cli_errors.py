@@ -253,3 +253,24 @@ def test_a_record_is_shown_as_fields_without_a_row_count(capsys) -> None:
     assert "nodes" in record and "rows)" not in record
     emit([{"a": 1}, {"a": 2}])
     assert capsys.readouterr().out.rstrip().endswith("(2 rows)")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["memory", "info", "--memory", ""],
+        ["memory", "export", "", "--memory", "m"],
+        ["query", "--memory", "", "RETURN 1"],
+        ["env", "show", "cardgame", "--out", ""],
+        ["play", "--memory", "", "--steps", "1"],
+    ],
+    ids=["memory", "export-out", "query", "env-show-out", "play"],
+)
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(
+    tmp_path: Path, monkeypatch, args
+) -> None:
+    """``Path("")`` is ``.``: ``--memory "$UNSET"`` read or wrote in the current folder."""
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(run(*args), 2)
+    assert "the path is empty" in line, line
+    assert list(tmp_path.iterdir()) == []  # nothing made here
