@@ -37,7 +37,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml benchmarks/constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check $(CONSTRAINTS) $(TORCH) 2>&1 | grep -v "^WARNING: Location" || true
-	$(BIN)/python -m pip install -q --disable-pip-version-check $(CONSTRAINTS) -e '.[dev,games,bench]' 2>&1 | grep -v "^WARNING: Location" || true
+	$(BIN)/python -m pip install -q --disable-pip-version-check $(CONSTRAINTS) -e '.[dev,models,games,bench]' 2>&1 | grep -v "^WARNING: Location" || true
 	$(BIN)/python -c "import kgagent, torch, torchvision, open_clip, lancedb, gymnasium, crafter, pygame, dash, rapidocr_onnxruntime, ray, matplotlib"
 	touch $(STAMP)
 

@@ -7,9 +7,32 @@ torch would report only when the model is moved there, with a traceback.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from kgagent.errors import ConfigError
+from kgagent.errors import ConfigError, WeightsUnavailable
+
+#: How to install what CLIP and SAM need (pyproject.toml's ``models`` extra).
+MODELS_EXTRA = "pip install 'kgagent[models]'"
+
+
+def model_libraries(what: str, *names: str) -> list[Any]:
+    """The modules ``names`` (torch, open_clip, segment_anything), imported for ``what``
+    (``perception.encoder=clip``); one line naming the extra when one is not installed,
+    or saying why it does not import (a torch and a torchvision that do not fit)."""
+    mods = []
+    for name in names:
+        try:
+            mods.append(importlib.import_module(name))
+        except ImportError as e:
+            if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == name:
+                why = f"the {name} package, which is not installed: {MODELS_EXTRA}"
+            else:
+                why = (
+                    f"the {name} package, which does not import ({e}); reinstall it: {MODELS_EXTRA}"
+                )
+            raise WeightsUnavailable(f"{what} needs {why}") from None
+    return mods
 
 
 def torch_device(name: str) -> Any:

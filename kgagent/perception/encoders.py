@@ -26,7 +26,7 @@ import numpy as np
 
 from kgagent.config import PerceptionConfig
 from kgagent.errors import ConfigError, WeightsUnavailable
-from kgagent.perception.device import torch_device
+from kgagent.perception.device import model_libraries, torch_device
 from kgagent.perception.weights import (
     file_tag,
     mismatch,
@@ -184,8 +184,8 @@ class ClipEncoder:
         identity carries ``tag`` so such features never pass for real ones.
         """
         self.cfg = cfg = cfg or PerceptionConfig()
-        import open_clip
-        import torch  # lazy: the offline path must not pay for torch
+        # lazy: the offline path must not pay for torch (nor need it installed)
+        torch, open_clip = model_libraries("perception.encoder=clip", "torch", "open_clip")
 
         self._torch = torch
         self.device = torch_device(cfg.device)

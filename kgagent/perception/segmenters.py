@@ -26,7 +26,7 @@ from kgagent.config import PerceptionConfig
 from kgagent.errors import ConfigError, WeightsUnavailable
 from kgagent.perception.base import Segment
 from kgagent.perception.change import to_gray
-from kgagent.perception.device import torch_device
+from kgagent.perception.device import model_libraries, torch_device
 from kgagent.perception.weights import (
     file_tag,
     guess_sam_model,
@@ -335,7 +335,8 @@ class SamSegmenter:
         points_per_side: int | None = None,
         **generator_kwargs: Any,
     ) -> None:
-        import torch  # lazy: importing kgagent.perception must stay torch-free
+        # lazy: importing kgagent.perception must stay torch-free (nor need it installed)
+        (torch,) = model_libraries("perception.segmenter=sam", "torch")
 
         self.cfg = cfg = cfg or PerceptionConfig()
         self.device = device = torch_device(cfg.device)
@@ -359,7 +360,8 @@ class SamSegmenter:
         if cfg.sam_model == "vit_t":
             from mobile_sam import SamAutomaticMaskGenerator  # type: ignore[import-not-found]
         else:
-            from segment_anything import SamAutomaticMaskGenerator
+            (sam,) = model_libraries("perception.segmenter=sam", "segment_anything")
+            SamAutomaticMaskGenerator = sam.SamAutomaticMaskGenerator
         self._torch = torch
         self.last_mask_count = 0
         self.generator = SamAutomaticMaskGenerator(model, **kwargs)
@@ -425,7 +427,8 @@ def _sam_registry(name: str) -> Any:
                 "sam_model=vit_t needs the mobile_sam package; install it or use vit_b/vit_l/vit_h"
             ) from None
     else:
-        from segment_anything import sam_model_registry
+        (sam,) = model_libraries("perception.segmenter=sam", "segment_anything")
+        sam_model_registry = sam.sam_model_registry
     if name not in sam_model_registry:
         raise ConfigError(f"perception.sam_model={name!r}; known: vit_b, vit_l, vit_h, vit_t")
     return sam_model_registry

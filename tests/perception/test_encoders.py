@@ -24,6 +24,44 @@ def test_importing_perception_does_not_import_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+#: ``kgagent`` in a process where the models extra is not installed (its imports fail).
+_WITHOUT_MODELS = """
+import sys
+for name in ("torch", "torchvision", "open_clip", "segment_anything"):
+    sys.modules[name] = None  # `import name` fails as for a package not installed
+from kgagent.cli.main import main
+sys.argv = ["kgagent", *sys.argv[1:]]
+main()
+"""
+
+
+def _without_models(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", _WITHOUT_MODELS, *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_without_the_models_extra_the_default_plays_and_clip_or_sam_say_what_to_install(
+    tmp_path,
+):
+    """torch, open_clip and segment_anything are the ``models`` extra (gigabytes that the
+    default perception never imports); asking for CLIP or SAM without them is one line."""
+    mem = tmp_path / "m"
+    ok = _without_models("play", "--memory", str(mem), "--steps", "3", "--quiet")
+    assert ok.returncode == 0, ok.stderr
+    for setting, missing in (("perception.encoder=clip", "torch"),
+                             ("perception.segmenter=sam", "torch")):  # fmt: skip
+        res = _without_models("play", "--memory", str(tmp_path / "x"), "--steps", "1",
+                              "--quiet", "--set", setting)  # fmt: skip
+        assert res.returncode == 1, res.stderr
+        lines = res.stderr.strip().splitlines()
+        assert lines[-1] == (
+            f"error: {setting} needs the {missing} package, which is not installed: "
+            "pip install 'kgagent[models]'"
+        ), res.stderr
+        assert "Traceback" not in res.stderr
+
+
 # ------------------------------------------------------------------------------ pixel encoder
 
 
