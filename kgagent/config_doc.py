@@ -57,7 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/config.md is stale")
     ap.add_argument("--doc", type=Path, default=DOC, help="the Markdown file to update")
     args = ap.parse_args(argv)
-    text = args.doc.read_text(encoding="utf-8")
+    try:
+        text = args.doc.read_text(encoding="utf-8")
+    except OSError as e:  # an installed copy has no docs/: the tool is for a checkout
+        print(
+            f"error: cannot read {args.doc} ({e.strerror or e}); run this in a checkout of "
+            "kgagent, or give the file with --doc",
+            file=sys.stderr,
+        )
+        return 1
     new = splice(text, render_fields())
     if args.check:
         if new != text:

@@ -573,3 +573,12 @@ def test_text_that_is_not_unicode_is_refused():
     config file written from them (`kgagent config --format toml`) could not be read."""
     with pytest.raises(ConfigError, match="brain.model: the value is not UTF-8 text"):
         Config().set_dotted("brain.model=\udcff\udcfe")
+
+
+def test_the_doc_tool_without_docs_is_one_line(tmp_path, capsys) -> None:
+    """An installed copy has no docs/config.md: one line, not a traceback."""
+    from kgagent.config_doc import main
+
+    assert main(["--check", "--doc", str(tmp_path / "config.md")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: cannot read ") and "checkout" in err[0]
