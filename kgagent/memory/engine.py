@@ -491,16 +491,26 @@ def _open_error(path: Path, engine: str, msg: str, max_db_size: int | None = Non
 
 
 def _in_use(path: Path, engine: str, msg: str) -> str:
-    """The one line for a database another process holds, with what to do about it."""
-    msg = msg.rstrip(". ")
-    held = f"the memory at {path.parent} is in use by another process ({engine} could not lock it): {msg}"
+    """The one line for a database another process holds, with what to do about it: the
+    kgagent process that writes it, named as the writer refusals name it (its lock file),
+    else the engine's own words."""
+    from kgagent.memory.lock import writer_holder
+
+    holder = writer_holder(path.parent)
+    if holder is not None:
+        held = f"the memory at {path.parent} is in use by another process{holder} that writes it"
+    else:
+        held = (
+            f"the memory at {path.parent} is in use by another process ({engine} could not "
+            f"lock it): {msg.rstrip('. ')}"
+        )
     if engine == "kuzu":
         return (
-            f"{held}. The kuzu engine lets only one process open a memory at a time: stop the "
-            "agent first, or use the ladybug engine (memory.engine=ladybug), whose read-only "
-            "readers can query while an agent runs"
+            f"{held}. The kuzu engine lets one process open a memory at a time: wait for "
+            "it to finish, or stop it (a memory made on the ladybug engine can be read "
+            "while an agent writes it)"
         )
-    return f"{held}. Stop the process that holds it read-write and try again"
+    return f"{held}. Wait for it to finish, or stop it, and try again"
 
 
 def _one_line(e: BaseException) -> str:

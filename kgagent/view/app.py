@@ -165,6 +165,12 @@ def _routes(server: Any, ctx: ViewContext) -> None:
         from kgagent.view import page_library
 
         if name in page_library.TABLES:  # every row the table's filter keeps, in its order
+            snap = ctx.source.snapshot()
+            if snap.error:  # an empty or an old table would pass for the library
+                r = Response(f"the memory cannot be read now: {snap.error}\n", status=503)
+                r.headers["Retry-After"] = "5"
+                r.mimetype = "text/plain"
+                return r
             text = page_library.download(ctx, name, request.args)
         elif name == "rounds":
             text = rounds_csv(ctx.logs.rounds())

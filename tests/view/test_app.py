@@ -419,3 +419,28 @@ def test_a_failed_read_is_asked_again_after_the_refresh_not_after_four_read_time
     monkeypatch.setattr(Memory, "open", opened)
     again = src.snapshot()
     assert again.error is None and again is not first and len(again.states) == len(first.states)
+
+
+def test_a_table_download_from_a_memory_it_cannot_read_says_so(
+    played: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """A Kùzu memory a `play` holds: the skills CSV was a header alone, 200, which reads as
+    an empty library. It is a 503 that says why, and the rounds (from the logs) still come."""
+    import shutil
+
+    from kgagent.errors import MemoryStoreError
+    from kgagent.view.app import create_app
+
+    mem = tmp_path / "copy"
+    shutil.copytree(played, mem)
+
+    def held(*a, **k):
+        raise MemoryStoreError("the memory is in use by another process (pid 7) that writes it")
+
+    monkeypatch.setattr(Memory, "open", held)
+    client = create_app(mem, refresh_s=0.0).server.test_client()  # started during the play
+    for name in ("skills", "clusters"):
+        r = client.get(f"/download/{name}.csv")
+        assert r.status_code == 503
+        assert "cannot be read now" in r.data.decode() and "pid 7" in r.data.decode()
+    assert client.get("/download/rounds.csv").status_code == 200

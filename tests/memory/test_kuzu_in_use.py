@@ -1,0 +1,50 @@
+"""A Kùzu memory lets one process open it: a reader refused while an agent writes it is
+told which process that is and what to do, as the writer refusals say."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from command_lines import KGAGENT
+
+#: Opens a Kùzu memory read-write and holds it until its standard input closes.
+HOLD = """
+import sys
+from kgagent.config import Config
+from kgagent.memory import Memory
+m = Memory.open(sys.argv[1], Config.load(None, ["memory.engine=kuzu"]))
+print("open", flush=True)
+sys.stdin.read()
+m.close()
+"""
+
+
+def test_a_kuzu_reader_names_the_process_that_writes_the_memory(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "KGAGENT_ENGINE"}  # it would choose
+    mem = tmp_path / "m"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(mem)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    try:
+        assert writer.stdout.readline().strip() == "open"
+        res = subprocess.run(
+            [*KGAGENT, "memory", "info", "--memory", str(mem), "--set", "memory.engine=kuzu"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        writer.stdin.close()
+        writer.wait(timeout=60)
+    assert res.returncode == 1, res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert f"is in use by another process (pid {writer.pid}) that writes it" in line, line
+    assert "wait for it to finish, or stop it" in line
