@@ -11,7 +11,6 @@ number of characters.
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import decimal
 import io
@@ -23,6 +22,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
+
+from kgagent.textsafe import CsvWriter, visible
 
 FORMATS = ("table", "json", "csv", "jsonl")
 
@@ -111,7 +112,7 @@ def render(rows: list[dict[str, Any]], fmt: str = "table", count: bool = True) -
         return "\n".join(json.dumps(jsonable(r), ensure_ascii=False) for r in rows)
     if fmt == "csv":
         buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
+        w = CsvWriter(buf)
         if cols:
             w.writerow(cols)
         for r in rows:
@@ -176,4 +177,5 @@ def _is_number(v: Any) -> bool:
 
 
 def _one_line(s: str) -> str:
-    return s.replace("\r", "\\r").replace("\n", "\\n").replace("\t", " ")
+    """A table cell on one line, with nothing a terminal would run (:func:`visible`)."""
+    return visible(s.replace("\t", " "))

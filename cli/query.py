@@ -22,7 +22,6 @@ encoding error half-way through the rows.
 from __future__ import annotations
 
 import codecs
-import csv
 import itertools
 import json
 import shutil
@@ -47,6 +46,7 @@ from kgagent.cli.output import cell, emit, jsonable
 
 from kgagent.config import Config
 from kgagent.errors import QueryError
+from kgagent.textsafe import CsvWriter
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -367,7 +367,7 @@ def _stream(rows: Iterable[dict[str, Any]], fmt: str) -> None:
             first = False
         out.write("[]\n" if first else "\n]\n")
     else:  # csv
-        w = csv.writer(out, lineterminator="\n")
+        w = CsvWriter(out)
         cols: list[str] | None = None
         escaped = 0
         for r in rows:

@@ -49,6 +49,7 @@ from kgagent.runlog import (
 )
 from kgagent.seeding import player_rng
 from kgagent.terminal import progress_bar, silence_gone_outputs, tell
+from kgagent.textsafe import visible
 
 from .baselines import make_agent
 from .screen import Screen, call_env
@@ -581,7 +582,7 @@ def _progress(total: int, enabled: bool) -> Any:
 
 def _postfix(rec: StepRecord, records: list[dict[str, Any]]) -> str:
     added = sum(len(r.get("skills_added", [])) for r in records)
-    name = (rec.skill_name or "-")[:28]
+    name = visible(rec.skill_name or "-")[:28]  # a name may hold a hostile label
     return f"{rec.path}: {name} | +skills {added} | R {rec.r_total:.2f}"
 
 

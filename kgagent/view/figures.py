@@ -7,7 +7,6 @@ Every figure is built from plain lists, so its CSV holds exactly what it plots.
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from kgagent.rounds import Round
+from kgagent.textsafe import CsvWriter
 
 #: Okabe–Ito: distinguishable in colour-blindness and in greyscale print.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -312,7 +312,7 @@ def round_figure(name: str, rounds: Sequence[Round], series: Sequence[dict]) -> 
 def figure_csv(name: str, rounds: Sequence[Round], series: Sequence[dict]) -> str:
     """The numbers a rounds figure plots, as CSV."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = CsvWriter(buf, spreadsheet=True)  # a download is opened in a spreadsheet
     if name in ("library", "graph", "outcome"):
         cols = {
             "library": ("library_size", "skills_augmented", "skills_pruned"),

@@ -3,7 +3,6 @@ of each on the page (20,000 skills were 4.3 MB: see kgagent.view.listing)."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from typing import Any
@@ -12,6 +11,7 @@ from urllib.parse import urlencode
 from dash import Input, Output, State, dash_table, dcc, html
 from dash.exceptions import PreventUpdate
 
+from kgagent.textsafe import CsvWriter
 from kgagent.view.details import when
 from kgagent.view.listing import PAGE_SIZE, table_page, table_rows
 
@@ -150,7 +150,7 @@ def csv_href(name: str, sort_by: Any, filter_query: Any) -> str:
 
 def table_csv(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]]) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = CsvWriter(buf, spreadsheet=True)  # a download is opened in a spreadsheet
     w.writerow([title for _, title, _ in columns])
     for r in rows:
         w.writerow(["" if r.get(c) is None else r.get(c) for c, _, _ in columns])
