@@ -8,6 +8,8 @@ memory's rounds as the papers' Table 2 (:mod:`kgagent.rounds`). Reading is :mod:
 
 from __future__ import annotations
 
+import errno
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -86,10 +88,39 @@ def _rounds(logs: list[Path]) -> list:
     return rounds
 
 
+def _readable(folder: Path) -> None:
+    """A one-line error when the step-log folder ``folder`` exists but cannot be listed.
+
+    A glob passes over such a folder without a word, so it would read as one without
+    step logs, and "run `kgagent play` first" is not the fix; ``Path.is_dir`` of a path
+    inside it raises, naming that path rather than the folder."""
+    try:
+        with os.scandir(folder):
+            pass
+    except (FileNotFoundError, NotADirectoryError):
+        return  # said elsewhere: no such folder, or not one
+    except OSError as e:
+        raise ConfigError(_unreadable(folder, e)) from None
+
+
+def _unreadable(folder: Path, e: OSError) -> str:
+    """The line for a step-log folder that cannot be read, with the fix for its cause."""
+    why = (e.strerror or type(e).__name__).lower()
+    if e.errno in (errno.EACCES, errno.EPERM):
+        fix = (
+            "run kgagent as its owner, or let this user read it "
+            f"(its owner: chmod u+rwx {shlex.quote(str(folder))})"
+        )
+    else:
+        fix = "check the disk it is on"
+    return f"the step log folder {folder} cannot be read ({why}); {fix}"
+
+
 def _find_log(log: Path, memory: Path) -> Path:
     """LOG as given, else a file of that name in the memory's runs folder."""
     if log.exists() or log.parent != Path("."):
         return log
+    _readable(memory / "runs")
     in_memory = memory / "runs" / log.name
     if not in_memory.exists():
         raise ConfigError(f"no step log at {log} or {in_memory}")
@@ -117,10 +148,12 @@ def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
         )
 
         if log is None:
+            _readable(memory / "runs")
             logs = require_logs(memory)
             rounds = _rounds(logs)
             mark_running(rounds, memory, logs)
         else:
+            _readable(log)
             logs = log_order(log.glob("*.jsonl"))
             if not logs:
                 raise ConfigError(f"no step logs in {log}; give a folder of step logs (.jsonl)")
@@ -176,6 +209,7 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
     from kgagent.rounds import log_order
 
     folder = folder if folder is not None else memory / "runs"
+    _readable(folder)
     rows = []
     for p in log_order(folder.glob("*.jsonl")) if folder.is_dir() else []:
         try:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+from kgagent.errors import MemoryStoreError
 from kgagent.memory.core import MemoryCore
 from kgagent.memory.engine import engine_version
 from kgagent.memory.files import memory_identity
 from kgagent.memory.lock import writer_holder
+from kgagent.paths import shell_word
 from kgagent.records import GraphStats
 
 #: Status of a failed check: ``problem`` needs a person; ``repairable`` goes away on the
@@ -128,6 +131,7 @@ class Report(MemoryCore):
                 "skill edges of a missing or pruned skill",
             ),
         ]
+        require_readable_blobs(self.blobs.directory)
         refs = {r["blob"] for r in self._q("check_blob_refs")}
         have = set(self.blobs.all_ids())
         rows.append(
@@ -138,7 +142,7 @@ class Report(MemoryCore):
                 "thumbnails/crops the graph names but blobs/ lacks",
             )
         )
-        damaged = sum(self.blobs.sha256(b) != b for b in sorted(have))
+        damaged = sum(self._blob_hash(b) != b for b in sorted(have))
         rows.append(
             _row(
                 "damaged_blobs",
@@ -149,6 +153,54 @@ class Report(MemoryCore):
         )
         holder = writer_holder(self.path) if self.read_only else None
         return rows if holder is None else _live_writer(rows, holder)
+
+    def _blob_hash(self, blob_id: str) -> str:
+        """A blob's hash; a blob this user may not read is one line naming it and the fix,
+        not a bare ``Permission denied: PATH`` (nor a damaged blob: its content is unknown)."""
+        try:
+            return self.blobs.sha256(blob_id)
+        except OSError as e:
+            path = self.blobs.path(blob_id)
+            raise MemoryStoreError(_unreadable_blobs(self.blobs.directory, path, e)) from None
+
+
+def require_readable_blobs(blobs: Path) -> None:
+    """A one-line error when ``blobs/`` or one of its two-digit folders cannot be listed.
+
+    The blob listing (a glob) passes over such a folder without a word, so every blob in
+    it would be counted missing, and what missing blobs call for (restoring them from a
+    backup) is not the fix: the blobs are there, this user may not read them."""
+    try:
+        with os.scandir(blobs) as entries:
+            folders = sorted(e.path for e in entries if e.is_dir())
+    except FileNotFoundError:
+        return  # a memory without blobs yet
+    except OSError as e:
+        raise MemoryStoreError(_unreadable_blobs(blobs, blobs, e)) from None
+    for folder in folders:
+        try:
+            with os.scandir(folder):
+                pass
+        except OSError as e:
+            raise MemoryStoreError(_unreadable_blobs(blobs, Path(folder), e)) from None
+
+
+def _unreadable_blobs(blobs: Path, place: Path, e: OSError) -> str:
+    """The line for blobs that cannot be read: ``place`` (``blobs/``, a folder of it or
+    one blob), why, and the fix for that cause; never a repair, which has nothing to do."""
+    why = (e.strerror or type(e).__name__).lower()
+    if e.errno in (errno.EACCES, errno.EPERM):
+        fix = (
+            "run kgagent as the memory's owner, or let this user read them "
+            f"(its owner: chmod -R u+rwX {shell_word(blobs)})"
+        )
+    else:
+        fix = "check the disk they are on"
+    what = "the blob" if place.suffix == ".png" else "the blobs folder"
+    return (
+        f"{what} {place} cannot be read ({why}), so whether blobs are missing or damaged "
+        f"cannot be checked; {fix}; nothing was changed"
+    )
 
 
 def folder_size(path: Path) -> tuple[int, int]:

@@ -28,6 +28,7 @@ other process is writing. See docs/reliability.md ("The vectors do not pile up")
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 import time
@@ -44,6 +45,7 @@ from kgagent.errors import MemoryStoreError
 from kgagent.memory.exact_index import ExactIndex
 from kgagent.memory.journal import VectorJournal
 from kgagent.memory.limits import limit_in_message
+from kgagent.paths import shell_word
 
 _T = TypeVar("_T")
 
@@ -84,6 +86,9 @@ def _lance(what: str, directory: Path) -> Iterator[None]:
     except BaseException as e:
         if not isinstance(e, (RuntimeError, OSError, ValueError)) and not _rust_panic(e):
             raise
+        denied = _denied_line(e, what, directory)
+        if denied is not None:
+            raise MemoryStoreError(denied) from None
         msg = _RUST_PLACE.sub("", " ".join(str(e).split()))[:300] or e.__class__.__name__
         hint = limit_in_message(msg)
         if hint is None and "no space left" in msg.lower():
@@ -91,6 +96,48 @@ def _lance(what: str, directory: Path) -> Iterator[None]:
         if hint is not None:
             msg += f"; {hint}"
         raise MemoryStoreError(f"LanceDB could not {what} at {directory}: {msg}") from None
+
+
+#: LanceDB's words for EACCES, whichever layer reports it: Rust's ``kind: PermissionDenied``,
+#: or its ``Permission denied (os error 13)``; a Python ``PermissionError`` has its errno.
+_DENIED = re.compile(r"permission ?denied", re.IGNORECASE)
+
+
+def _denied_line(e: BaseException, what: str, directory: Path) -> str | None:
+    """One line for LanceDB failing because this user may not read (or write) the vectors
+    folder; None for any other error. LanceDB nests the OS error in several hundred
+    characters of Rust error structures, so its words are not the message: the folder
+    is, and the file or folder in it that was refused (:func:`_refused`). A reader
+    changes nothing, so its line says so; a refused write is the writer's to recover."""
+    if not isinstance(e, PermissionError) and not _DENIED.search(str(e)):
+        return None
+    place = _refused(directory)
+    reads = what.startswith(("open", "read", "list")) and place is not None
+    verb = "read" if reads else "written"  # all of it readable: a write was refused
+    on = f": {place} is refused" if place is not None and place != directory else ""
+    line = (
+        f"the vectors folder {directory} cannot be {verb} (permission denied{on}); run "
+        f"kgagent as its owner, or let this user {'read' if verb == 'read' else 'write'} it "
+        f"(its owner: chmod -R u+rwX {shell_word(directory)})"
+    )
+    return line + "; nothing was changed" if verb == "read" else line
+
+
+def _refused(directory: Path) -> Path | None:
+    """The first folder under ``directory`` (itself included) this process may not list,
+    else the first file it may not read; None when it finds none (the refusal was of a
+    write, or the permissions changed since). From the file system, not LanceDB's text."""
+    if not os.access(directory, os.R_OK | os.X_OK):
+        return directory
+    unreadable_file: Path | None = None
+    for folder, dirs, files in os.walk(directory):
+        for name in dirs:
+            if not os.access(os.path.join(folder, name), os.R_OK | os.X_OK):
+                return Path(folder, name)
+        for name in files:
+            if unreadable_file is None and not os.access(os.path.join(folder, name), os.R_OK):
+                unreadable_file = Path(folder, name)
+    return unreadable_file
 
 
 def normalize(v: np.ndarray) -> np.ndarray:
