@@ -20,7 +20,7 @@ from kgagent.config import Config
 from kgagent.errors import ConfigError
 from kgagent.rounds import NO_LOGS_WHY
 
-from .common import common_options
+from .common import NonEmptyPath, common_options
 from .output import emit, emit_record
 
 
@@ -128,7 +128,7 @@ def _find_log(log: Path, memory: Path) -> Path:
 
 
 @runs_group.command("show")
-@click.argument("log", type=click.Path(path_type=Path), required=False)
+@click.argument("log", type=NonEmptyPath(path_type=Path), required=False)
 @common_options()
 def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
     """Summarise the step log LOG: a .jsonl file written by `kgagent play`, given as a path
@@ -193,7 +193,7 @@ def _brain(d: dict[str, Any]) -> str | None:
 
 
 @runs_group.command("list")
-@click.argument("folder", type=click.Path(path_type=Path), required=False)
+@click.argument("folder", type=NonEmptyPath(path_type=Path), required=False)
 @common_options()
 def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> None:
     """List the step logs in FOLDER (one given to `kgagent play --log-dir`), else in the

@@ -263,8 +263,10 @@ def test_a_record_is_shown_as_fields_without_a_row_count(capsys) -> None:
         ["query", "--memory", "", "RETURN 1"],
         ["env", "show", "cardgame", "--out", ""],
         ["play", "--memory", "", "--steps", "1"],
+        ["runs", "show", ""],
+        ["runs", "list", ""],
     ],
-    ids=["memory", "export-out", "query", "env-show-out", "play"],
+    ids=["memory", "export-out", "query", "env-show-out", "play", "runs-show", "runs-list"],
 )
 def test_an_empty_path_is_refused_not_read_as_the_current_folder(
     tmp_path: Path, monkeypatch, args
