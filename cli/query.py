@@ -26,7 +26,7 @@ import itertools
 import json
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -348,11 +348,15 @@ def _print_rows(rows: Iterator[dict[str, Any]], fmt: str, limit: int) -> bool:
     if fmt == "table":
         emit(list(taken), fmt)
     else:
-        _stream(taken, fmt)
+        _stream(taken, fmt, lambda: getattr(rows, "columns", None))
     return limit > 0 and next(rows, None) is not None
 
 
-def _stream(rows: Iterable[dict[str, Any]], fmt: str) -> None:
+def _stream(
+    rows: Iterable[dict[str, Any]], fmt: str, columns: Callable[[], list[str] | None]
+) -> None:
+    """``columns()``: the result's columns, for the header of a CSV without rows (known
+    once the rows began: after the loop)."""
     out = sys.stdout
     encoding = getattr(out, "encoding", None) or "utf-8"
     fits = _fits(encoding)
@@ -381,6 +385,10 @@ def _stream(rows: Iterable[dict[str, Any]], fmt: str) -> None:
             row = [_escape(v, encoding, fits) for v in values]
             escaped += sum(a != b for a, b in zip(row, values))
             w.writerow(row)
+        if cols is None and columns():  # no rows: the header alone, as a CSV reader expects
+            header = [_escape(str(c), encoding, fits) for c in columns() or []]
+            escaped += sum(a != b for a, b in zip(header, columns() or []))
+            w.writerow(header)
         if escaped:
             click.echo(
                 f"note: {escaped} value{'s' if escaped != 1 else ''} held characters that standard "

@@ -181,7 +181,7 @@ class MemoryCore:
                 db.begin(read_only=True)
             rows = db.stream(text, params or {}, writes=bool(v.writes), watch=watch)
             try:
-                yield _whole_numbers(rows)
+                yield _WholeNumbers(rows)
             finally:
                 rows.close()
             if read_tx:
@@ -229,15 +229,21 @@ class MemoryCore:
         return self._consistency
 
 
-def _whole_numbers(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+class _WholeNumbers(Iterator[dict[str, Any]]):
     """The rows, with the engines' 128-bit integers (``sum()`` of integers, a
-    ``DECIMAL(p, 0)``) as ``int``: both give them as ``decimal.Decimal('47')``."""
-    for row in rows:
-        yield {
+    ``DECIMAL(p, 0)``) as ``int``: both give them as ``decimal.Decimal('47')``. Its
+    ``columns`` are the result's (:class:`kgagent.memory.engine.Rows`)."""
+
+    def __init__(self, rows: Iterator[dict[str, Any]]) -> None:
+        self._rows = rows
+        self.columns: list[str] | None = getattr(rows, "columns", None)
+
+    def __next__(self) -> dict[str, Any]:
+        return {
             k: int(v)
             if isinstance(v, Decimal) and v.is_finite() and v.as_tuple().exponent >= 0
             else v
-            for k, v in row.items()
+            for k, v in next(self._rows).items()
         }
 
 

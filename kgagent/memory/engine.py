@@ -169,7 +169,7 @@ class GraphDB:
     ) -> list[dict[str, Any]]:
         """Every row of ``query``; ``writes``: check the free space first (outside a
         transaction, the statement commits by itself)."""
-        return list(_rows(self._run(query, params, writes=writes, watch=watch)))
+        return list(Rows(self._run(query, params, writes=writes, watch=watch)))
 
     def stream(
         self,
@@ -178,11 +178,11 @@ class GraphDB:
         *,
         writes: bool = False,
         watch: float | None = None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Rows:
         """The rows of ``query`` one at a time (the caller decides how many it keeps).
 
         The query runs now; the rows are fetched as the caller iterates."""
-        return _rows(self._run(query, params, writes=writes, watch=watch))
+        return Rows(self._run(query, params, writes=writes, watch=watch))
 
     def _run(
         self, query: str, params: dict[str, Any] | None, *, writes: bool, watch: float | None
@@ -346,19 +346,37 @@ class GraphDB:
         return None
 
 
-def _rows(res: Any) -> Iterator[dict[str, Any]]:
-    try:
-        names = res.get_column_names()
-        while True:
-            try:
-                if not res.has_next():
-                    break
-                row = res.get_next()
-            except RuntimeError as e:
-                raise QueryError(_one_line(e)) from None
-            yield dict(zip(names, row))
-    finally:
-        res.close()
+class Rows(Iterator[dict[str, Any]]):
+    """A result's rows, one at a time, and its ``columns`` (known before the first row, so
+    that a result without rows still has a CSV header). ``close`` frees the result."""
+
+    def __init__(self, res: Any) -> None:
+        self._res = res
+        try:
+            self.columns: list[str] = list(res.get_column_names())
+        except BaseException:
+            res.close()
+            raise
+        self._open = True
+
+    def __next__(self) -> dict[str, Any]:
+        if not self._open:
+            raise StopIteration
+        try:
+            more = self._res.has_next()
+            row = self._res.get_next() if more else None
+        except RuntimeError as e:
+            self.close()
+            raise QueryError(_one_line(e)) from None
+        if not more:
+            self.close()
+            raise StopIteration
+        return dict(zip(self.columns, row))
+
+    def close(self) -> None:
+        if self._open:
+            self._open = False
+            self._res.close()
 
 
 #: Why a database is no longer used after the engine failed to write its files.

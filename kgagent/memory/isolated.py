@@ -89,7 +89,7 @@ def child_rows(
     finally:
         os.close(write_fd)
     try:
-        yield _read(child, read_fd, timeout_s, max_rss_bytes)
+        yield Received(child, read_fd, timeout_s, max_rss_bytes)
     finally:
         os.close(read_fd)
         child.stop()
@@ -160,6 +160,9 @@ def _child(produce: Callable, fd: int, jsonable: Callable[[Any], Any]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             try:
                 with produce() as rows:
+                    columns = getattr(rows, "columns", None)
+                    if columns is not None:  # a result without rows still has them
+                        out.write(json.dumps(["columns", [str(c) for c in columns]]) + "\n")
                     for row in rows:
                         item = {str(k): jsonable(v) for k, v in row.items()}
                         out.write(json.dumps(["row", item], ensure_ascii=False) + "\n")
@@ -176,7 +179,21 @@ def _child(produce: Callable, fd: int, jsonable: Callable[[Any], Any]) -> None:
         os._exit(code)
 
 
-def _read(child: _Child, fd: int, timeout_s: float, max_rss: int) -> Iterator[dict[str, Any]]:
+class Received(Iterator[dict[str, Any]]):
+    """The rows as they come from the child, and the result's ``columns`` once it sent
+    them (before its first row; None when the rows have none to say)."""
+
+    def __init__(self, child: _Child, fd: int, timeout_s: float, max_rss: int) -> None:
+        self.columns: list[str] | None = None
+        self._rows = _read(child, fd, timeout_s, max_rss, self)
+
+    def __next__(self) -> dict[str, Any]:
+        return next(self._rows)
+
+
+def _read(
+    child: _Child, fd: int, timeout_s: float, max_rss: int, into: Received
+) -> Iterator[dict[str, Any]]:
     deadline = time.monotonic() + timeout_s + GRACE_S if timeout_s else None
     buf = b""
     while True:
@@ -185,6 +202,8 @@ def _read(child: _Child, fd: int, timeout_s: float, max_rss: int) -> Iterator[di
             msg = json.loads(line)
             if msg[0] == "row":
                 yield msg[1]
+            elif msg[0] == "columns":
+                into.columns = msg[1]
             elif msg[0] == "end":
                 return
             else:

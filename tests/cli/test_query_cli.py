@@ -313,3 +313,15 @@ def test_second_process_query_while_agent_holds_memory(tmp_path: Path) -> None:
         for s in (holder.stdin, holder.stdout, holder.stderr):
             s.close()
     assert holder.returncode == 0
+
+
+def test_a_csv_without_rows_is_its_header(mem) -> None:
+    """A CSV reader (``pandas.read_csv``, ``csv.DictReader``) takes an empty file for no
+    table at all; the header says the query ran and what it returns."""
+    path, _ = mem
+    q = "MATCH (k:Skill) WHERE k.name = 'no such skill' RETURN k.id AS id, k.fitness AS fitness"
+    res = run("query", "--memory", str(path), "--format", "csv", q)
+    assert res.exit_code == 0
+    assert res.stdout == "id,fitness\n"
+    written = run("query", "--memory", str(path), "--write", "--format", "csv", q)
+    assert written.exit_code == 0 and written.stdout == "id,fitness\n"  # in this process
