@@ -18,11 +18,15 @@ from typing import Any
 
 import click
 import tomllib
-from kgagent.cli.common import common_options, mark_writes, read_input
+from kgagent.cli.common import NonEmptyPath, common_options, mark_writes, read_input
 from kgagent.cli.output import emit, emit_record
 
 from kgagent.config import Config
 from kgagent.errors import ConfigError
+
+#: kgagent.bench.grid.MAX_JOBS (why that bound is there), not imported: this module loads
+#: for every command, the bench package only when a grid runs.
+_MAX_JOBS = 256
 
 
 def _runtime_env(value: str | None) -> dict[str, Any] | None:
@@ -49,17 +53,21 @@ def _command(grid_file: Path) -> str:
 
 
 @click.command("bench")
-@click.argument("grid_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("grid_file", type=NonEmptyPath(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=NonEmptyPath(file_okay=False, path_type=Path),
     default=None,
     help="Results folder. Default: the grid's `out` (relative to the grid file), else "
     "bench-results/<grid name> in the current directory (run from elsewhere, name it). "
     "A folder holding another grid's results is refused.",
 )
 @click.option(
-    "--jobs", "-j", type=click.IntRange(min=1), default=1, help="Cells at once (local processes)."
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1, max=_MAX_JOBS),
+    default=1,
+    help=f"Cells at once (local processes, 1 to {_MAX_JOBS}).",
 )
 @click.option(
     "--ray",
@@ -80,7 +88,12 @@ def _command(grid_file: Path) -> str:
     "--merge", is_flag=True, help="Merge each group's memories (seeds and series) into one."
 )
 @click.option("--fresh", is_flag=True, help="Run finished cells again.")
-@click.option("--only", multiple=True, metavar="TEXT", help="Run only cells whose name has TEXT.")
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="TEXT",
+    help="Run only cells whose name has TEXT (repeatable; see --list). None matching is an error.",
+)
 @click.option(
     "--list",
     "list_cells",
@@ -94,7 +107,7 @@ def _command(grid_file: Path) -> str:
 @click.option("--no-plots", is_flag=True, help="Skip the matplotlib plots.")
 @click.option(
     "--export",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=NonEmptyPath(file_okay=False, path_type=Path),
     default=None,
     metavar="DIR",
     help="Also write the results to DIR without cells, memories, step logs or plots: "
@@ -163,7 +176,7 @@ def bench_cmd(
 
 @click.command("bench-docs")
 @click.argument(
-    "docs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+    "docs", nargs=-1, required=True, type=NonEmptyPath(exists=True, dir_okay=False, path_type=Path)
 )
 @click.option(
     "--check",
@@ -172,7 +185,7 @@ def bench_cmd(
 )
 @click.option(
     "--root",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=NonEmptyPath(exists=True, file_okay=False, path_type=Path),
     default=None,
     help="The folder the blocks' results paths are relative to. Default: the repository "
     "that holds the doc (the nearest folder with pyproject.toml or .git).",

@@ -29,7 +29,7 @@ from kgagent.bench.progress import GridProgress
 from kgagent.bench.results import collect, held_grid, kept_records, run_meta, write_results
 from kgagent.bench.spec import Cell, Grid
 from kgagent.brain.endpoint import Redactor
-from kgagent.errors import KGAgentError
+from kgagent.errors import ConfigError, KGAgentError
 from kgagent.terminal import tell
 
 if TYPE_CHECKING:
@@ -71,6 +71,21 @@ class BenchOptions:
     only: list[str] = field(default_factory=list)  # substrings of cell keys to run
 
 
+#: The most cells run at once locally (``--jobs``). Each is a spawned interpreter of its
+#: own with its memory engines and models (hundreds of MB): a few hundred at once is past
+#: what one machine runs, and its workers' pipes near the default limit of 1024 open files;
+#: a bound makes a mistyped count one line, not a pool that fails to start (a count past a
+#: C int overflows multiprocessing's semaphore) or that swamps the machine.
+MAX_JOBS = 256
+
+
+def check_jobs(jobs: int) -> None:
+    """Refuse a count of local processes outside 1 … :data:`MAX_JOBS` (0 would hand out no
+    cell and wait for ever)."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= MAX_JOBS:
+        raise ConfigError(f"jobs must be a whole number from 1 to {MAX_JOBS}, got {jobs!r}")
+
+
 def default_folder(grid: Grid) -> Path:
     """The results folder of a grid without ``out``: ``bench-results/<name>``, relative to the
     current directory (a grid's ``out`` is relative to its file)."""
@@ -99,9 +114,7 @@ def plan(grid: Grid, opts: BenchOptions) -> tuple[list[tuple[Cell, Path]], list[
     """(cells to run with their folders, longest first; cells already finished)."""
     todo: list[tuple[Cell, Path]] = []
     done: list[Cell] = []
-    for cell in grid.cells:
-        if opts.only and not any(s in cell.key for s in opts.only):
-            continue
+    for cell in selected(grid, opts.only):
         folder = cell_dir(opts.out, cell)
         if not opts.fresh and finished(folder, cell.digest) is not None:
             done.append(cell)
@@ -109,6 +122,24 @@ def plan(grid: Grid, opts: BenchOptions) -> tuple[list[tuple[Cell, Path]], list[
             todo.append((cell, folder))
     todo.sort(key=lambda t: -(t[0].rounds * t[0].steps))
     return todo, done
+
+
+def selected(grid: Grid, only: list[str]) -> list[Cell]:
+    """The cells whose key holds one of ``only`` (``--only``), every cell without it.
+
+    None is an error, not a run of nothing that exits 0: a typo in ``--only`` would
+    otherwise look like a grid already finished. The error names what a key is made of."""
+    cells = [c for c in grid.cells if not only or any(s in c.key for s in only)]
+    if cells:
+        return cells
+    keys = [c.key.split(".") for c in grid.cells]
+    parts = [", ".join(dict.fromkeys(k[i] for k in keys)) for i in range(4)]
+    raise BenchError(
+        f"--only {' '.join(map(repr, only))} matches no cell of grid {grid.name!r}: a cell's "
+        f"name is EXPERIMENT.ENV.METHOD.JUDGE.seedK.seriesS, e.g. {grid.cells[0].key} "
+        f"(experiments: {parts[0]}; envs: {parts[1]}; methods: {parts[2]}; judges: "
+        f"{parts[3]}); --list (without --only) lists them"
+    )
 
 
 def cell_states(grid: Grid, opts: BenchOptions) -> list[dict[str, Any]]:
@@ -149,6 +180,7 @@ def run_grid(grid: Grid, opts: BenchOptions) -> dict[str, Any]:
     results or ``report_only`` finds no finished cell.
     """
     out = opts.out
+    check_jobs(opts.jobs)
     check_folder(grid, out, "--out")
     if opts.export is not None:
         check_folder(grid, opts.export, "--export")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,16 @@ DEFAULT_METRICS = (
 )
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+#: The longest file name, in bytes of UTF-8, that Linux and macOS file systems (ext4, XFS,
+#: Btrfs, APFS) take: a grid's name and a cell's key each name one folder.
+NAME_MAX = 255
+#: Bounds of a grid's counts, far above any grid run (docs/bench.md's have 60 cells, 4
+#: rounds, 2000 resamples): a count mistyped with extra digits is one line here, not a grid
+#: read or a report drawn until memory runs out (every cell and round is listed up front,
+#: and the bootstrap holds resamples × runs numbers).
+MAX_CELLS = 100_000
+MAX_ROUNDS = 10_000
+MAX_BOOTSTRAP = 100_000
 _TOP = {
     "name",
     "description",
@@ -256,10 +267,13 @@ def parse_grid(
     methods = _methods(data.get("method", {}), where)
     judges = _judges(data.get("judge", {}), where)
     metrics = _metrics(data.get("metrics", list(DEFAULT_METRICS)), f"{where}: metrics")
-    bootstrap = _int(data.get("bootstrap", 2000), f"{where}: bootstrap", low=100)
+    bootstrap = _int(
+        data.get("bootstrap", 2000), f"{where}: bootstrap", low=100, high=MAX_BOOTSTRAP
+    )
     confidence = data.get("confidence", 0.95)
     if not isinstance(confidence, float) or not 0.5 <= confidence < 1:
         raise ConfigError(f"{where}: confidence must be a number in [0.5, 1), got {confidence!r}")
+    name = _grid_name(data, path, where)
     raw = data.get("experiment")
     if raw is None:  # the file is one experiment, named like the grid
         tables = [{"name": str(data.get("name") or "grid")}]
@@ -280,7 +294,7 @@ def parse_grid(
             raise ConfigError(f"{where}: two experiments are named {exp.name!r}")
         experiments.append(exp)
     grid = Grid(
-        name=str(data.get("name") or path.stem),
+        name=name,
         path=path,
         text=text,
         experiments=experiments,
@@ -296,6 +310,38 @@ def parse_grid(
         at = f"{where}, experiment {exp.name!r}"
         exp.cells = _cells(exp, grid, dict(base or {}), list(overrides or []), at)
     return grid
+
+
+def _grid_name(data: dict[str, Any], path: Path, where: str) -> str:
+    """The grid's ``name``, else its file's name: one file name, since the default results
+    folder is ``bench-results/<name>``. A name such as ``../../etc`` or ``/tmp/x`` would put
+    the results outside that folder, so only a plain name is taken."""
+    given = "name" in data
+    name = data["name"] if given else path.stem
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}: name must be a string, got {name!r}")
+    if _bad_file_name(name):
+        hint = "" if given else ' (the file\'s name); give it one: name = "NAME"'
+        shown = repr(name) if len(name) <= 60 else f"{name[:60]!r}…"
+        raise ConfigError(
+            f"{where}: grid name {shown} is not a plain name{hint}; a grid's name names its "
+            "results folder: not empty, '.' or '..', no '/' or '\\', no control characters, "
+            f"at most {NAME_MAX} bytes"
+        )
+    return name
+
+
+def _bad_file_name(name: str) -> bool:
+    """Whether ``name`` is not one plain file name: empty, ``.`` or ``..``, a path (a
+    separator), a control character (NUL ends the name for the OS, a newline breaks the
+    output's lines), or longer than :data:`NAME_MAX`."""
+    return (
+        not name.strip()
+        or name in (".", "..")
+        or any(sep in name for sep in ("/", "\\"))
+        or any(unicodedata.category(ch) == "Cc" for ch in name)
+        or len(name.encode("utf-8", "surrogatepass")) > NAME_MAX
+    )
 
 
 def _experiment(
@@ -347,14 +393,21 @@ def _experiment(
         twice = [x for i, x in enumerate(listed) if x in listed[:i]]
         if twice:
             raise ConfigError(f"{where}: {what} {twice[0]!r} is listed twice")
+    series = _int(d.get("series", 1), f"{where}: series", low=1, high=MAX_CELLS)
+    count = len(envs) * len(names) * len(jnames) * len(seeds) * series
+    if count > MAX_CELLS:
+        raise ConfigError(
+            f"{where}: {count} cells (envs × methods × judges × seeds × series); "
+            f"an experiment has at most {MAX_CELLS}"
+        )
     return Experiment(
         name=name,
         envs=envs,
         methods=names,
         judges=jnames,
         seeds=seeds,
-        series=_int(d.get("series", 1), f"{where}: series", low=1),
-        rounds=_int(d.get("rounds", 1), f"{where}: rounds", low=1),
+        series=series,
+        rounds=_int(d.get("rounds", 1), f"{where}: rounds", low=1, high=MAX_ROUNDS),
         steps=_int(d.get("steps", 300), f"{where}: steps", low=1),
         reference=str(reference),
         overrides=_strings(d.get("set", []), f"{where}: set"),
@@ -397,6 +450,12 @@ def _cells(
                             checked.add((env, m, j))
                         cells.append(cell)
     keys = [c.key for c in cells]
+    long = next((k for k in keys if len(k.encode()) > NAME_MAX), None)
+    if long is not None:
+        raise ConfigError(
+            f"{where}: cell {long[:60]!r}… names a folder longer than {NAME_MAX} bytes: "
+            "give the experiment (or method, judge) a shorter name"
+        )
     if len(set(keys)) != len(keys):
         raise ConfigError(f"{where}: two cells share a folder name (a seed is listed twice?)")
     return cells
@@ -543,17 +602,20 @@ def _strings(v: Any, where: str, *, required: bool = False) -> list[str]:
     return list(v)
 
 
-def _int(v: Any, where: str, *, low: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < low:
-        raise ConfigError(f"{where} must be a whole number >= {low}, got {v!r}")
+def _int(v: Any, where: str, *, low: int, high: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < low or (high is not None and v > high):
+        bound = f">= {low}" if high is None else f"from {low} to {high}"
+        raise ConfigError(f"{where} must be a whole number {bound}, got {v!r}")
     return v
 
 
 def _seeds(v: Any, where: str) -> list[int]:
     """``seeds = N`` (0 … N-1) or a list of seeds."""
     if isinstance(v, int) and not isinstance(v, bool):
-        if v < 1:
-            raise ConfigError(f"{where} must be >= 1 or a list of seeds, got {v}")
+        if not 1 <= v <= MAX_CELLS:
+            raise ConfigError(
+                f"{where} must be >= 1 (at most {MAX_CELLS}) or a list of seeds, got {v}"
+            )
         return list(range(v))
     if (
         isinstance(v, list)
