@@ -171,7 +171,10 @@ def _hash(url: str) -> str:
 
 # ------------------------------------------------------------------ request text
 _MEASURED = re.compile(r"Measured: ([\d.]+)% of the pixels changed; the result is (.*?)\.")
-_LINE = re.compile(r"^- id='([^']*)' name='(.*?)': .*?\((?:skills|operations): (.*)\)$", re.M)
+_JSON_STR = r'"(?:[^"\\]|\\.)*"'  # names and descriptions are quoted as JSON strings
+_LINE = re.compile(
+    rf"^- id='([^']*)' name=({_JSON_STR}): .*?\((?:skills|operations): (.*)\)$", re.M
+)
 
 
 def measured(text: str) -> tuple[float, bool, bool]:
@@ -185,8 +188,10 @@ def measured(text: str) -> tuple[float, bool, bool]:
 
 
 def field(text: str, label: str) -> str:
+    """A ``Label: value`` line's value; a JSON-quoted one (a name) unquoted."""
     m = re.search(rf"^{label}: (.*)$", text, re.M)
-    return m.group(1).strip() if m else ""
+    value = m.group(1).strip() if m else ""
+    return json.loads(value) if re.fullmatch(_JSON_STR, value) else value
 
 
 def listed(text: str, start: str, end: str | None = None) -> list[tuple[str, str, list[str]]]:
@@ -198,8 +203,8 @@ def listed(text: str, start: str, end: str | None = None) -> list[tuple[str, str
     part = text[i : j if j >= 0 else len(text)]
     out = []
     for cid, name, members in _LINE.findall(part):
-        names = [m for m in members.split(", ") if m and m != "-" and not m.startswith("+")]
-        out.append((cid, name, names))
+        names = [json.loads(m) for m in re.findall(_JSON_STR, members)]
+        out.append((cid, json.loads(name), names))
     return out
 
 

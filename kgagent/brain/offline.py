@@ -56,7 +56,8 @@ from kgagent.brain.base import (
     Transition,
     View,
 )
-from kgagent.brain.prompts import clip, operations_text, skill_phrase
+from kgagent.brain.hygiene import LABEL_MAX, quote
+from kgagent.brain.prompts import operations_text, skill_phrase
 from kgagent.brain.relevance import unit
 from kgagent.config import BrainConfig
 from kgagent.records import control_key, label_key, names_control
@@ -137,7 +138,9 @@ def _shows_text(op: Operation) -> bool:
 
 
 def _quoted(labels: list[str]) -> str:
-    return ", ".join(f'"{clip(x, 40)}"' for x in labels[:_DESCRIBED_LABELS])
+    """Labels as a description names them, quoted safely (they are screen text, and the
+    description goes into later prompts)."""
+    return ", ".join(quote(x, LABEL_MAX) for x in labels[:_DESCRIBED_LABELS])
 
 
 class OfflineBrain(Brain):
@@ -209,7 +212,7 @@ class OfflineBrain(Brain):
         appeared, vanished = text_change(tr)
         name = skill_phrase(operations)
         if appeared and not tr.echo and not _shows_text(operations[-1]):
-            name = f'{name} -> "{clip(appeared[0], 40)}"'
+            name = f"{name} -> {quote(appeared[0], LABEL_MAX)}"
         description = (
             f"{ops}: changes {tr.change:.1%} of the screen and leads to the {where} "
             f"(state {tr.after.state_id})."

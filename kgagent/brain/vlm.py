@@ -25,6 +25,11 @@ Prompts are bounded (:mod:`kgagent.brain.relevance`): ``choose_cluster`` and
 ``cluster_skills`` offer the nearest clusters only, under a character cap, and
 ``cluster_skills`` sends the skills in batches whose answers fit ``max_tokens``.
 
+What a model answers is stored and shown in every later prompt, so the text of a reply
+is cleaned before it is kept (:func:`_name`, :func:`_text`; :mod:`kgagent.brain.hygiene`):
+no control or bidi characters, names and descriptions capped. A name that is empty
+once cleaned is an invalid reply: asked again, then answered offline like any failure.
+
 A failure that cannot fix itself (a refused key, no such model or URL, a model that
 takes no images, a streaming-only server) on an endpoint that has not answered once in
 this run ends the run with :class:`~kgagent.brain.endpoint.EndpointUnusable`: one line
@@ -47,6 +52,7 @@ waited, calls the run stopped during); the loop logs the difference per step, an
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import Counter
@@ -71,6 +77,7 @@ from kgagent.brain.base import (
 from kgagent.brain.breaker import CircuitBreaker
 from kgagent.brain.client import CallRecord, ChatClient, EndpointMemory
 from kgagent.brain.endpoint import UNREACHED, EndpointUnusable, failure_text, setup_error
+from kgagent.brain.hygiene import DESC_MAX, NAME_MAX, REASON_MAX, clean
 from kgagent.brain.images import image_data_url
 from kgagent.brain.offline import OfflineBrain
 from kgagent.brain.relevance import (
@@ -175,9 +182,12 @@ class VLMBrain(Brain):
         def check(args: dict[str, Any]) -> SkillText | None:
             if not args["meaningful"]:
                 return None
-            if not args["name"].strip():
-                raise InvalidReply("meaningful skill without a name")
-            return SkillText(args["name"].strip(), args["description"].strip())
+            name = _name(args["name"], "meaningful skill without a name")
+            desc = _text(args["description"], DESC_MAX)
+            if not desc:  # none, or nothing but control characters: the offline one
+                offline = self.offline.describe_skill(operations, tr)
+                desc = offline.description if offline is not None else ""
+            return SkillText(name, desc)
 
         return self._ask(
             prompts.DESCRIBE_SKILL,
@@ -202,7 +212,8 @@ class VLMBrain(Brain):
         )
 
         def check(args: dict[str, Any]) -> Judgement:
-            return Judgement(args["is_consistent"], args["is_progressive"], args["reason"])
+            reason = _text(args["reason"], REASON_MAX)
+            return Judgement(args["is_consistent"], args["is_progressive"], reason)
 
         return self._ask(
             prompts.EVALUATE,
@@ -267,7 +278,10 @@ class VLMBrain(Brain):
         )
 
         def check(args: dict[str, Any]) -> SkillText | None:
-            name, desc = args["name"].strip(), args["description"].strip()
+            name = _name(args["name"], "rewrite without a name")
+            desc = _text(args["description"], DESC_MAX)
+            if not desc:
+                raise InvalidReply("rewrite without a description")
             if name == skill.name and desc == skill.description:
                 return None  # nothing new: keep the skill as it is
             return SkillText(name, desc)
@@ -349,11 +363,11 @@ class VLMBrain(Brain):
                     c = offered[cid]
                     result.append(ClusterAssignment(sid, None, c.name, c.description))
                     continue
-                if cid is None and not a["new_name"].strip():
+                new_name = _text(a["new_name"], NAME_MAX)
+                if cid is None and not new_name:
                     raise InvalidReply(f"new cluster for {sid!r} has no name")
-                result.append(
-                    ClusterAssignment(sid, cid, a["new_name"].strip(), a["new_description"].strip())
-                )
+                new_desc = _text(a["new_description"], DESC_MAX)
+                result.append(ClusterAssignment(sid, cid, new_name, new_desc))
             return result
 
         return self._ask(
@@ -504,6 +518,34 @@ class VLMBrain(Brain):
         if what not in self._told:
             self._told.add(what)
             self._log(line)
+
+
+def _text(text: str, limit: int) -> str:
+    """Free text of a reply as it may be stored: no control or bidi characters (an ESC
+    sequence, a newline, a right-to-left override), one line, at most ``limit``.
+
+    Prompts show names and descriptions as JSON strings, and a model may copy one with
+    its quotes (``"open panel"``): a reply that is one whole JSON string is read as it.
+    """
+    s = text.strip()
+    if len(s) >= 2 and s[0] == s[-1] == '"':
+        try:
+            inner = json.loads(s)
+        except ValueError:
+            inner = None
+        if isinstance(inner, str):
+            s = inner
+    return clean(s, limit)
+
+
+def _name(text: str, problem: str) -> str:
+    """A skill's name from a reply, cleaned (:func:`_text`); a name that is empty once
+    cleaned is an invalid reply (``problem`` says which): the call is asked again, and
+    answered offline if no valid name comes."""
+    name = _text(text, NAME_MAX)
+    if not name:
+        raise InvalidReply(problem)
+    return name
 
 
 def _labels(view: View) -> list[str]:

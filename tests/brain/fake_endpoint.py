@@ -196,7 +196,7 @@ class FakeModel:
         if role == "refine_skill":
             name = re.search(r"Current name: (.*)", text)
             return {
-                "name": name.group(1).strip() if name else "skill",
+                "name": json.loads(name.group(1)) if name else "skill",  # a JSON string
                 "description": f"Refined after {self.n} answers.",
             }
         if role == "cluster_skills":

@@ -102,6 +102,6 @@ def test_cluster_skills_in_batches_that_fit(endpoint):
     assert [a.skill_id for a in out] == [s.id for s in skills[:24]]  # the rest: next round
     # the first batch opened a cluster; later batches were offered it and joined it
     later = endpoint.requests[1]["body"]["messages"][1]["content"][0]["text"]
-    assert "id='new-cluster-1' name='first group'" in later
+    assert "id='new-cluster-1' name=\"first group\"" in later
     assert {(a.cluster_id, a.new_name) for a in out} == {(None, "first group")}
     assert b.usage.calls == 4 and b.usage.failed_calls == 0
