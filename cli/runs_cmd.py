@@ -8,7 +8,6 @@ memory's rounds as the papers' Table 2 (:mod:`kgagent.rounds`). Reading is :mod:
 
 from __future__ import annotations
 
-import errno
 import os
 import shlex
 from pathlib import Path
@@ -18,6 +17,7 @@ import click
 
 from kgagent.config import Config
 from kgagent.errors import ConfigError
+from kgagent.paths import read_refused
 from kgagent.rounds import NO_LOGS_WHY
 
 from .common import NonEmptyPath, common_options
@@ -105,14 +105,7 @@ def _readable(folder: Path) -> None:
 
 def _unreadable(folder: Path, e: OSError) -> str:
     """The line for a step-log folder that cannot be read, with the fix for its cause."""
-    why = (e.strerror or type(e).__name__).lower()
-    if e.errno in (errno.EACCES, errno.EPERM):
-        fix = (
-            "run kgagent as its owner, or let this user read it "
-            f"(its owner: chmod u+rwx {shlex.quote(str(folder))})"
-        )
-    else:
-        fix = "check the disk it is on"
+    why, fix = read_refused(e, folder)
     return f"the step log folder {folder} cannot be read ({why}); {fix}"
 
 

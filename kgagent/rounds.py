@@ -28,7 +28,6 @@ rounds without the agent's dependencies.
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -40,6 +39,7 @@ from typing import Any
 from kgagent.errors import ConfigError
 from kgagent.paths import shell_word
 from kgagent.runlog import read_log
+from kgagent.textsafe import CsvWriter
 
 #: Table 2's columns in the papers' order, then the run's outcome.
 TABLE2 = (
@@ -372,17 +372,21 @@ def format_rounds(rounds: Sequence[Round], columns: Sequence[str] = TABLE2) -> s
     return "\n".join(lines + notes)
 
 
-def rounds_csv(rounds: Sequence[Round], columns: Sequence[str] | None = None) -> str:
-    """The rounds as CSV with a header (all fields unless ``columns`` names some)."""
+def rounds_csv(
+    rounds: Sequence[Round], columns: Sequence[str] | None = None, *, spreadsheet: bool = False
+) -> str:
+    """The rounds as CSV with a header (all fields unless ``columns`` names some);
+    ``spreadsheet``: a text cell a spreadsheet would run as a formula starts with ``'``
+    (:class:`kgagent.textsafe.CsvWriter`; a log's name or a stop reason is text)."""
     rows = rounds_rows(rounds, columns)
     names = (
         list(rows[0]) if rows else ["round", "log", *(columns or [f.name for f in fields(Round)])]
     )
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
-    w.writeheader()
+    w = CsvWriter(buf, spreadsheet=spreadsheet)
+    w.writerow(names)
     for row in rows:
-        w.writerow({k: "" if row[k] is None else row[k] for k in names})
+        w.writerow(["" if row[k] is None else row[k] for k in names])
     return buf.getvalue()
 
 

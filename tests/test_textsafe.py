@@ -69,3 +69,13 @@ def test_query_tables_show_escapes_and_csv_keeps_the_value(tmp_path: Path) -> No
     as_csv = CliRunner().invoke(cli, [*args, "--format", "csv"])
     assert as_csv.exit_code == 0, as_csv.output
     assert _rows(as_csv.stdout) == [["v"], ["\x1b]0;PWNED\x07\u202e\r"]]  # the data, exact
+
+
+def test_the_views_rounds_download_is_inert_and_the_plain_csv_exact() -> None:
+    from kgagent.rounds import Round, rounds_csv
+
+    r = Round(0, "=cmd.jsonl", "cardgame", 0, "full", 5, "steps", True, 1, 0, 1, 2, 0, 0)
+    inert = {row[1] for row in _rows(rounds_csv([r], ["steps"], spreadsheet=True))}
+    assert "'=cmd.jsonl" in inert
+    plain = {row[1] for row in _rows(rounds_csv([r], ["steps"]))}
+    assert "=cmd.jsonl" in plain  # for programs (docs/view.md's table2.csv): the value

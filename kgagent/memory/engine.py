@@ -515,6 +515,8 @@ def _in_use(path: Path, engine: str, msg: str) -> str:
     from kgagent.memory.lock import writer_holder
 
     holder = writer_holder(path.parent)
+    if holder == f" (pid {os.getpid()})":  # this process writes it: a reader holds the file
+        holder = None
     if holder is not None:
         held = f"the memory at {path.parent} is in use by another process{holder} that writes it"
     else:

@@ -9,7 +9,7 @@ runs out of memory, Ctrl-C is not heard, the process dies without a word.
 :func:`child_rows` runs the query in a child process and reads its rows as JSON
 lines through a pipe. The child is forked from ``kgagent``'s own process, whose
 threads are known (a BLAS pool that holds no lock at rest), and it is a fresh
-interpreter (``python -m kgagent.memory.isolated``) when the caller is a host
+interpreter when the caller is a host
 process with threads of its own (a notebook, a test runner, a program that calls the
 CLI in-process): a fork copies the locks those threads hold at that instant, and a
 child that needs one waits forever. The fresh child receives ``produce`` pickled
@@ -98,14 +98,17 @@ def child_rows(
 def _spawn(produce: Callable, jsonable: Callable, write_fd: int) -> _Child:
     """A fresh interpreter that runs ``produce`` and writes its rows to ``write_fd``.
 
-    It has the caller's import path (a host may have set up its own), its own session
-    (a terminal's Ctrl-C reaches the caller, which stops it), and no other descriptor
-    of ours. A child that cannot start is told by :func:`_read` as one that ended."""
+    It has the caller's import path (a host may have set up its own) but not the working
+    folder, which ``python -c`` or ``-m`` would put first: the confinement lets the child
+    read what its import path holds (:func:`kgagent.memory.confine.python_dirs`), and the
+    working folder is the user's data, often their home. It has its own session (a
+    terminal's Ctrl-C reaches the caller, which stops it) and no other descriptor of ours.
+    A child that cannot start is told by :func:`_read` as one that ended."""
     payload = pickle.dumps((produce, jsonable))
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isabs(p))
     popen = subprocess.Popen(
-        [sys.executable, "-m", "kgagent.memory.isolated"],
+        [sys.executable, "-c", _SPAWNED],
         stdin=subprocess.PIPE,
         stdout=write_fd,
         env=env,
@@ -118,7 +121,18 @@ def _spawn(produce: Callable, jsonable: Callable, write_fd: int) -> _Child:
             popen.stdin.write(payload)
     except BrokenPipeError:
         pass  # it ended before reading: _read says so
+    except BaseException:  # Ctrl-C while a large query was written: no child left behind
+        child.stop()
+        raise
     return child
+
+
+#: The fresh interpreter's program: the working folder (``''``, first in ``sys.path``
+#: under ``-c``) is dropped before anything is imported.
+_SPAWNED = (
+    "import sys; del sys.path[0]; "
+    "from kgagent.memory.isolated import _spawned_main; _spawned_main()"
+)
 
 
 class _Child:
@@ -271,12 +285,11 @@ def _spawned_main() -> None:
     try:
         produce, jsonable = pickle.load(sys.stdin.buffer)
     except Exception as e:  # the caller's code is not importable here: one line there
-        with os.fdopen(rows_fd, "w", encoding="utf-8") as out:
-            reason = f"the query process could not start: {type(e).__name__}: {e}"
-            out.write(json.dumps(["error", "QueryError", reason]) + "\n")
+        try:
+            with os.fdopen(rows_fd, "w", encoding="utf-8") as out:
+                reason = f"the query process could not start: {type(e).__name__}: {e}"
+                out.write(json.dumps(["error", "QueryError", reason]) + "\n")
+        except OSError:
+            pass  # the caller stopped before it was told (Ctrl-C while it wrote)
         os._exit(1)
     _child(produce, rows_fd, jsonable)
-
-
-if __name__ == "__main__":
-    _spawned_main()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import time
 from pathlib import Path
@@ -13,7 +12,7 @@ from kgagent.memory.core import MemoryCore
 from kgagent.memory.engine import engine_version
 from kgagent.memory.files import memory_identity
 from kgagent.memory.lock import writer_holder
-from kgagent.paths import shell_word
+from kgagent.paths import read_refused
 from kgagent.records import GraphStats
 
 #: Status of a failed check: ``problem`` needs a person; ``repairable`` goes away on the
@@ -188,14 +187,7 @@ def require_readable_blobs(blobs: Path) -> None:
 def _unreadable_blobs(blobs: Path, place: Path, e: OSError) -> str:
     """The line for blobs that cannot be read: ``place`` (``blobs/``, a folder of it or
     one blob), why, and the fix for that cause; never a repair, which has nothing to do."""
-    why = (e.strerror or type(e).__name__).lower()
-    if e.errno in (errno.EACCES, errno.EPERM):
-        fix = (
-            "run kgagent as the memory's owner, or let this user read them "
-            f"(its owner: chmod -R u+rwX {shell_word(blobs)})"
-        )
-    else:
-        fix = "check the disk they are on"
+    why, fix = read_refused(e, blobs, recursive=True)
     what = "the blob" if place.suffix == ".png" else "the blobs folder"
     return (
         f"{what} {place} cannot be read ({why}), so whether blobs are missing or damaged "

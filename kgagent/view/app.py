@@ -173,7 +173,7 @@ def _routes(server: Any, ctx: ViewContext) -> None:
                 return r
             text = page_library.download(ctx, name, request.args)
         elif name == "rounds":
-            text = rounds_csv(ctx.logs.rounds())
+            text = rounds_csv(ctx.logs.rounds(), spreadsheet=True)
         elif name in figures.ROUND_FIGURES:
             rounds = ctx.logs.rounds()
             series = [ctx.logs.series(log) for log in _round_logs(ctx, rounds)]

@@ -201,3 +201,23 @@ def test_a_query_called_in_a_hosts_process_does_not_fork(tmp_path: Path, monkeyp
     res = CliRunner().invoke(cli, ["query", "--memory", str(mem), "RETURN 1 AS one"])
     assert res.exit_code == 0, res.output
     assert "one" in res.output
+
+
+@contextmanager
+def _import_folders():
+    from kgagent.memory.confine import python_dirs
+
+    yield iter([{"dir": str(p)} for p in python_dirs()])
+
+
+def test_a_fresh_interpreter_does_not_count_the_working_folder_as_code(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The confined child may read the folders it imports code from; ``python -c`` and
+    ``-m`` put the working folder first among them, and that is the user's data."""
+    work = tmp_path / "home"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.syspath_prepend("")  # as a REPL or `python -c` host has it
+    dirs = {r["dir"] for r in _rows(_import_folders, timeout_s=20, fork=False)}
+    assert dirs and not any(Path(d) == work or work in Path(d).parents for d in dirs)

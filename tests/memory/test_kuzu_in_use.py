@@ -48,3 +48,20 @@ def test_a_kuzu_reader_names_the_process_that_writes_the_memory(tmp_path: Path) 
     (line,) = res.stderr.strip().splitlines()
     assert f"is in use by another process (pid {writer.pid}) that writes it" in line, line
     assert "wait for it to finish, or stop it" in line
+
+
+def test_a_writer_refused_by_a_reader_does_not_name_itself(tmp_path: Path) -> None:
+    """A writer takes the memory's lock before it opens the graph: when a reader holds the
+    Kùzu file, the lock file's holder is the writer itself, not the other process."""
+    from kgagent.memory.engine import _in_use
+    from kgagent.memory.lock import lock_memory
+
+    mem = tmp_path / "m"
+    mem.mkdir()
+    held = lock_memory(mem)
+    try:
+        line = _in_use(mem / "graph.db", "kuzu", "IO exception: Could not set lock on file")
+    finally:
+        held.release()
+    assert f"pid {os.getpid()}" not in line
+    assert "could not lock it" in line and "wait for it to finish, or stop it" in line

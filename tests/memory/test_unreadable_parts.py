@@ -225,8 +225,8 @@ def test_memory_check_of_unreadable_blobs_says_so_as_another_user(played: Path) 
     assert "missing_blobs" not in res.stdout + res.stderr
     assert res.stderr.strip().splitlines() == [
         f"error: the blobs folder {blobs} cannot be read (permission denied), so whether blobs "
-        "are missing or damaged cannot be checked; run kgagent as the memory's owner, or let "
-        f"this user read them (its owner: chmod -R u+rwX {blobs}); nothing was changed"
+        "are missing or damaged cannot be checked; run kgagent as its owner, or let "
+        f"this user read it (its owner: chmod -R u+rwX {blobs}); nothing was changed"
     ]
 
 
