@@ -40,7 +40,7 @@ from kgagent.memory.archive_format import (
 )
 from kgagent.memory.archive_rows import check_rows
 from kgagent.memory.archive_verify import check_compatible, extract_verified
-from kgagent.memory.diskspace import DiskSpaceError, reserve_bytes
+from kgagent.memory.diskspace import DiskSpaceError, nothing_done, reserve_bytes
 from kgagent.memory.engine import GraphDB, GraphWriteError, engine_name
 from kgagent.memory.files import (
     MANIFEST,
@@ -73,10 +73,7 @@ class NothingImported(ArchiveError):
 
 #: What an import refused for space did, and what to do (after the figures, see
 #: :class:`~kgagent.memory.diskspace.DiskSpaceError`).
-NO_SPACE = (
-    "the import wrote nothing there. Free some space (or import into a folder on a larger "
-    "disk) and run again"
-)
+NO_SPACE = nothing_done("import", "wrote nothing")
 
 #: A memory directory's own entries, which an import replaces; anything else in it is
 #: the user's and is kept (:func:`_carry_over`).

@@ -7,7 +7,6 @@ staging directory the caller passes.
 
 from __future__ import annotations
 
-import errno
 import gzip
 import hashlib
 import json
@@ -39,7 +38,13 @@ from kgagent.memory.archive_format import (
     member_cap,
     noop,
 )
-from kgagent.memory.diskspace import DEFAULT_RESERVE_BYTES, DiskSpaceError, SpaceGuard, free_bytes
+from kgagent.memory.diskspace import (
+    DEFAULT_RESERVE_BYTES,
+    NO_ROOM,
+    DiskSpaceError,
+    SpaceGuard,
+    free_bytes,
+)
 from kgagent.memory.files import FORMAT, MANIFEST, encoder_problem, manifest_problem
 
 #: Bytes read from the tar stream at a time while extracting and hashing a member.
@@ -118,7 +123,7 @@ def _extract(archive: Path, dest: Path, reserve: int) -> dict[str, str]:
             f"{archive} is not a readable kgagent archive (corrupt or truncated: {reason})"
         ) from None
     except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):  # the caller names its own path
+        if e.errno in NO_ROOM:  # the caller names its own path
             raise DiskSpaceError(dest, _free(dest), reserve) from None
         where = f" {e.filename}" if getattr(e, "filename", None) else ""
         raise ArchiveError(f"cannot import {archive}: {e.strerror or e}{where}") from None

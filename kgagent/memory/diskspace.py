@@ -17,6 +17,7 @@ and :func:`commit_timeout` read those fields when they exist.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -87,6 +88,19 @@ class DiskSpaceError(MemoryStoreError):
         return DiskSpaceError(
             where, self.free, self.reserve, outcome, extra=self.extra, extra_for=self.extra_for
         )
+
+
+#: Errors of a file system with no room left for this user (full, or the quota spent).
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+
+
+def nothing_done(command: str, done: str) -> str:
+    """What a ``command`` (``import``, ``merge``) refused for space ``done`` (``wrote
+    nothing``), and what to do: the end of a :class:`DiskSpaceError`'s message."""
+    return (
+        f"the {command} {done} there. Free some space (or {command} into a folder on a "
+        "larger disk) and run again"
+    )
 
 
 def reserve_bytes(config: Any) -> int:

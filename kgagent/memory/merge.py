@@ -32,7 +32,13 @@ from kgagent.errors import MemoryStoreError
 from kgagent.memory import migrations, staging
 from kgagent.memory.archive_import import NothingImported
 from kgagent.memory.core import EncoderSpec
-from kgagent.memory.diskspace import DiskSpaceError, require, reserve_bytes
+from kgagent.memory.diskspace import (
+    NO_ROOM,
+    DiskSpaceError,
+    nothing_done,
+    require,
+    reserve_bytes,
+)
 from kgagent.memory.engine import GraphWriteError, engine_name
 from kgagent.memory.files import ProcessLimitError, read_manifest
 from kgagent.memory.lifecycle import NO_ENCODER_THRESHOLDS
@@ -40,7 +46,6 @@ from kgagent.memory.limits import process_limit
 from kgagent.memory.lock import lock_memory
 from kgagent.memory.merge_place import (
     BUILT,
-    NO_ROOM,
     DestinationGuard,
     MergeError,
     copy_memory,
@@ -75,10 +80,7 @@ COUNTS = tuple(
 
 #: What a merge refused for space did, and what to do (after the figures, see
 #: :class:`~kgagent.memory.diskspace.DiskSpaceError`).
-NO_SPACE = (
-    "the merge changed nothing there. Free some space (or merge into a folder on a larger "
-    "disk) and run again"
-)
+NO_SPACE = nothing_done("merge", "changed nothing")
 
 
 def _noop(_msg: str) -> None:

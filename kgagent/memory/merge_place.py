@@ -51,8 +51,6 @@ COPY_CHUNK = 1 << 20
 PREVIOUS = "previous"
 #: The new memory being built (after an exchange: the old one, about to be deleted).
 BUILT = "memory"
-#: Errors of a file system with no room left for this user (full, or the quota spent).
-NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
 
 class MergeError(MemoryStoreError):
