@@ -65,8 +65,13 @@ def _foreign(path: Path) -> bool:
     anything else, so files listed before a manifest is found were there without one.
     The other order races a creator that writes both between the two looks, and calls
     its new memory foreign."""
-    names = [p.name for p in path.iterdir()]
-    return read_manifest(path) is None and any(not _CREATORS.fullmatch(n) for n in names)
+    other = _other_files(path)
+    return read_manifest(path) is None and other
+
+
+def _other_files(path: Path) -> bool:
+    """The directory ``path`` holds a file that no memory's creator writes."""
+    return any(not _CREATORS.fullmatch(p.name) for p in path.iterdir())
 
 
 def no_memory(path: Path) -> str:
@@ -74,7 +79,7 @@ def no_memory(path: Path) -> str:
     ``kgagent play`` creates one at a missing path or an empty directory, and refuses a
     directory of other files, so only those get told to run it there."""
     try:
-        other = path.is_dir() and any(not _CREATORS.fullmatch(p.name) for p in path.iterdir())
+        other = path.is_dir() and _other_files(path)
     except OSError:  # cannot be listed: play would tell why
         other = False
     if other:
