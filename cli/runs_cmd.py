@@ -71,6 +71,7 @@ def _summary_of(path: Path) -> dict[str, Any]:
     )
     rebuilt.log_path = str(path)
     rebuilt.target = h.get("target") if isinstance(h.get("target"), str) else None
+    rebuilt.memory_path = h.get("memory") if isinstance(h.get("memory"), str) else None
     return rebuilt.to_dict()
 
 
@@ -166,16 +167,23 @@ def show_cmd(log: Path | None, memory: Path, config: Config, fmt: str) -> None:
     emit_record(d, fmt, table=table)
 
 
-def _number(v: Any) -> Any:
-    """A whole float as the summary table writes it (``0``, not ``0.0``)."""
-    return int(v) if isinstance(v, float) and v.is_integer() else v
+def _number(v: Any, table: bool) -> Any:
+    """A whole float as the summary table writes it (``0``, not ``0.0``); the value as the
+    log holds it in the formats for programs (a column keeps one type)."""
+    return int(v) if table and isinstance(v, float) and v.is_integer() else v
 
 
-def _err(d: dict[str, Any]) -> float | None:
-    """ERR to three places; none for a run that executed nothing (as `runs show` says)."""
+def _err(d: dict[str, Any], table: bool) -> float | None:
+    """ERR (to three places in the table); none for a run that executed nothing (as
+    `runs show` says)."""
     if not d.get("executions"):
         return None
-    return round(float(d.get("err", 0.0)), 3)
+    err = float(d.get("err", 0.0))
+    return round(err, 3) if table else err
+
+
+def _cost(usd: float, table: bool) -> float:
+    return round(usd, 4) if table else usd
 
 
 def _brain(d: dict[str, Any]) -> str | None:
@@ -204,6 +212,7 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
     folder = folder if folder is not None else memory / "runs"
     _readable(folder)
     rows = []
+    table = fmt.lower() == "table"  # rounded for people; as logged for programs
     for p in log_order(folder.glob("*.jsonl")) if folder.is_dir() else []:
         try:
             d = _summary_of(p)
@@ -220,12 +229,12 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
                 "episodes": d.get("episodes", 1),
                 "stopped": d.get("stopped"),
                 # the last episode's; score_total: summed over the run's episodes
-                "progression": _number(d.get("progression")),
-                "score": _number(d.get("score")),
-                "score_total": _number(d.get("score_total")),
-                "err": _err(d),
+                "progression": _number(d.get("progression"), table),
+                "score": _number(d.get("score"), table),
+                "score_total": _number(d.get("score_total"), table),
+                "err": _err(d, table),
                 "brain": _brain(d),
-                "cost_usd": round(float(d.get("cost_usd", 0.0)), 4),
+                "cost_usd": _cost(float(d.get("cost_usd", 0.0)), table),
             }
         )
     if not rows and fmt == "table":

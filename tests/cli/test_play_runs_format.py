@@ -63,7 +63,7 @@ def test_runs_list_reads_a_log_dir_folder(played, tmp_path) -> None:
     assert listed.exit_code == 0, listed.output
     rows = json.loads(listed.stdout)
     assert [(r["log"], r["steps"]) for r in rows] == [(Path(s["log_path"]).name, 4)]
-    assert type(rows[0]["progression"]) is int  # a whole number as the summary writes it
+    assert type(rows[0]["progression"]) is float  # as the log holds it (the table writes 0)
     line = run("runs", "list", str(logs / Path(s["log_path"]).name))
     assert line.exit_code == 1 and "is not a folder; give a folder of step logs" in line.stderr
     memory = run("runs", "list", str(mem))  # a memory given as the folder: where its logs are
@@ -95,6 +95,18 @@ def test_runs_show_rebuilds_a_killed_runs_summary_as_json(played, tmp_path: Path
     assert rebuilt["stopped"] == "incomplete" and rebuilt["steps"] == 4
     assert rebuilt["executions_by_path"] == s["executions_by_path"]
     assert rebuilt["brain"] == "offline" and rebuilt["brain_calls"] is None  # from the header
+    assert rebuilt["memory_path"] == s["memory_path"]  # the header names it
+
+
+def test_runs_list_gives_programs_the_values_as_logged(played) -> None:
+    """The table rounds (ERR to three places) and writes 1.0 as 1; json keeps the logged
+    float, so a column has one type and full precision."""
+    mem, s = played
+    res = run("runs", "list", "--memory", str(mem), "--format", "json")
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.stdout)[-1]
+    assert row["err"] == s["err"] and isinstance(row["progression"], float)
+    assert row["cost_usd"] == s["cost_usd"]
 
 
 def test_the_table_names_episodes_and_has_no_err_without_executions() -> None:
