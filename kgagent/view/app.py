@@ -17,11 +17,16 @@ Routes besides Dash's own (each reads; none takes a path from the request):
 
 Every route, Dash's own included, answers only requests for a host it serves
 (loopback, ``--host``, ``--allow-host``): the rest get HTTP 400, a guard against
-DNS rebinding (:mod:`kgagent.view.hosts`).
+DNS rebinding (:mod:`kgagent.view.hosts`). A request body is at most
+:data:`REQUEST_MAX` bytes; no page may frame the view; nothing that carries the
+memory's content is kept in a cache but the content-addressed blobs (:func:`_headers`).
+A callback request that the page does not send is a 400 and one line on the terminal,
+never a traceback (:func:`_errors`).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,11 +35,26 @@ from typing import Any
 
 from kgagent.config import Config
 from kgagent.errors import ConfigError
-from kgagent.view.listing import PerSnapshot
+from kgagent.view.listing import PerSnapshot, Refused
 from kgagent.view.logs import RunLogs
 from kgagent.view.source import MemorySource, is_blob_id, passing
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: The largest request body the view reads (Flask's MAX_CONTENT_LENGTH; larger: 413). The
+#: pages send only callbacks: control values, a table's sort and filter (at most
+#: FILTER_MAX characters), signatures, a few hundred bytes each; the largest is a click on
+#: an arrow, whose data names every skill it merges: at most SKILL_LIMIT (2,000) ids of 20
+#: characters (k-0000012-0123abcdef), about 50 kB. 1 MiB is twenty times that; a 50 MB
+#: body was read whole before.
+REQUEST_MAX = 1 << 20
+#: Where Dash answers callbacks: a request the page does not send is a 400 here.
+UPDATE_ROUTE = "/_dash-update-component"
+#: Dash's own scripts and styles and the app's assets: no memory content, cached as Dash says.
+STATIC_PREFIXES = ("/_dash-component-suites/", "/assets/", "/_favicon.ico")
+#: The content-addressed blobs: the same id is the same bytes for ever.
+BLOB_CACHE = "private, max-age=86400, immutable"
+
+log = logging.getLogger("kgagent.view")
 
 
 @dataclass
@@ -86,11 +106,14 @@ def create_app(
         suppress_callback_exceptions=True,
         serve_locally=True,
     )
+    app.server.config["MAX_CONTENT_LENGTH"] = REQUEST_MAX
     app.index_string = shell.INDEX
     app.layout = shell.layout(ctx)
     shell.register(app, ctx)
     pages.register(app, ctx)
     _routes(app.server, ctx)
+    _errors(app.server)
+    app.server.after_request(_headers)
     # outermost, so that every route (Dash's own, its assets, 404s) is behind it
     app.server.wsgi_app = hosts.guard(app.server.wsgi_app, hosts.HostPolicy(host, allow_hosts))
     return app
@@ -105,23 +128,15 @@ def _routes(server: Any, ctx: ViewContext) -> None:
     frame_cache: dict[tuple, bytes] = {}
     lock = threading.Lock()
 
-    def png(data: bytes, max_age: int = 0) -> Response:
-        r = Response(data, mimetype="image/png")
-        r.headers["Cache-Control"] = f"max-age={max_age}" if max_age else "no-store"
-        return r
-
-    @server.after_request
-    def _headers(resp: Response) -> Response:
-        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
-        resp.headers.setdefault("Referrer-Policy", "no-referrer")
-        return resp
+    def png(data: bytes) -> Response:
+        return Response(data, mimetype="image/png")  # Cache-Control: _headers
 
     @server.route("/blob/<name>.png")
     def blob(name: str) -> Response:
         data = ctx.source.blob(name) if is_blob_id(name) else None
         if data is None:
             abort(404)
-        return png(data, max_age=86400)  # content-addressed: never changes
+        return png(data)  # content-addressed: cached (_headers)
 
     @server.route("/state/<state_id>.png")
     def state_png(state_id: str) -> Response:
@@ -171,7 +186,10 @@ def _routes(server: Any, ctx: ViewContext) -> None:
                 r.headers["Retry-After"] = "5"
                 r.mimetype = "text/plain"
                 return r
-            text = page_library.download(ctx, name, request.args)
+            try:
+                text = page_library.download(ctx, name, request.args)
+            except Refused as e:  # a link that no page writes; any web page could GET it
+                return Response(f"{e}\n", status=400, mimetype="text/plain")
         elif name == "rounds":
             text = rounds_csv(ctx.logs.rounds(), spreadsheet=True)
         elif name in figures.ROUND_FIGURES:
@@ -188,6 +206,79 @@ def _routes(server: Any, ctx: ViewContext) -> None:
         r = Response(text, mimetype="text/csv")
         r.headers["Content-Disposition"] = f'attachment; filename="kgagent-{name}.csv"'
         return r
+
+
+def _headers(resp: Any) -> Any:
+    """Headers on every response (Flask's after_request).
+
+    * No other site may frame the view (clickjacking): ``X-Frame-Options`` and the CSP's
+      ``frame-ancestors``, and only that in the CSP: Dash's pages run inline scripts.
+    * No response that carries the memory's content (pages, callbacks, CSVs, pictures) is
+      kept in a cache, the browser's or a proxy's: ``no-store``. A blob is named by its
+      sha256, so it is cached, by this browser only. Dash's scripts carry no memory.
+    """
+    from flask import request
+
+    h = resp.headers
+    h.setdefault("X-Content-Type-Options", "nosniff")
+    h.setdefault("Referrer-Policy", "no-referrer")
+    h["X-Frame-Options"] = "DENY"
+    h["Content-Security-Policy"] = "frame-ancestors 'none'"
+    if request.path.startswith(STATIC_PREFIXES):
+        return resp
+    blob = request.path.startswith("/blob/") and resp.status_code == 200
+    h["Cache-Control"] = BLOB_CACHE if blob else "no-store"
+    return resp
+
+
+def _errors(server: Any) -> None:
+    """Exceptions in a route answer without a traceback, on the page or the terminal.
+
+    Dash answers a callback that raised with HTTP 500 and prints the traceback; a
+    hand-made request (a number where the page sends a list, a body of ``[1, 2, 3]``,
+    JSON nested past Python's stack) did so too, as often as it was sent. Here a callback
+    request that fails is a 400 and a server bug on another route a 500; each is one line
+    on the terminal, once per kind (route, exception, where it was raised), so a flood of
+    bad requests writes a few lines. Dash's own answers (PreventUpdate: 204) and Flask's
+    HTTP errors (404, 413) are as they were.
+    """
+    from flask import Response, request
+    from werkzeug.exceptions import HTTPException
+
+    said: set[tuple[str, str, str]] = set()
+
+    @server.errorhandler(Exception)
+    def failed(e: Exception) -> Any:
+        if isinstance(e, HTTPException):
+            return e
+        bad_request = request.path == UPDATE_ROUTE
+        where = _raised_at(e)
+        route = request.url_rule.rule if request.url_rule is not None else "?"
+        kind = (route, type(e).__name__, where)
+        if kind not in said and len(said) < 256:
+            said.add(kind)
+            what = "a callback request failed" if bad_request else f"{route} failed"
+            log.error("kgagent view: %s: %s: %s (%s)", what, type(e).__name__, _one_line(e), where)
+        if bad_request:
+            return Response(
+                "not a callback request this view's pages send\n", 400, mimetype="text/plain"
+            )
+        return Response("the view failed on this request\n", 500, mimetype="text/plain")
+
+
+def _raised_at(e: BaseException) -> str:
+    """``file.py:line`` of the frame that raised ``e`` (its innermost)."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "?"
+    return f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
+
+
+def _one_line(e: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _round_logs(ctx: ViewContext, rounds: list) -> list:

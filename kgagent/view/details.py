@@ -257,13 +257,18 @@ def skill_panel(
 
 
 def similar_panel(data: dict[str, Any]) -> html.Div:
+    weight = data.get("weight")
+    cosine = f"{weight:.4f}" if isinstance(weight, int | float) else "?"  # as the page sent it
     return html.Div(
         [
             html.H3("Similarity edge", id="g-detail-title"),
             _kv(
                 [
-                    ("states", f"{short_id(data['source'])} — {short_id(data['target'])}"),
-                    ("cosine", f"{data.get('weight', 0.0):.4f}"),
+                    (
+                        "states",
+                        f"{short_id(str(data['source']))} — {short_id(str(data['target']))}",
+                    ),
+                    ("cosine", cosine),
                 ]
             ),
             html.P(
@@ -278,7 +283,8 @@ def similar_panel(data: dict[str, Any]) -> html.Div:
 def pair_panel(edge: dict[str, Any], snap: Any) -> html.Div:
     """Every skill on one drawn arrow (parallel skill edges merged), best first."""
     src, dst = edge.get("source"), edge.get("target")
-    on_arrow = [k for k in edge.get("skills") or [] if isinstance(k, str)]
+    skills = edge.get("skills")
+    on_arrow = [k for k in skills if isinstance(k, str)] if isinstance(skills, list) else []
     found = {x["skill"]: x for x in snap.skill_edges if x["src"] == src and x["dst"] == dst}
     pair = [found[k] for k in on_arrow if k in found]
     rows = [

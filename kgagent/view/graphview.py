@@ -74,7 +74,7 @@ class GraphView:
 def short_id(state_id: str) -> str:
     """``s-0000012-ab12…`` -> ``s12``: the sequence is unique within a memory and reads well."""
     parts = state_id.split("-")
-    if len(parts) >= 2 and parts[1].isdigit():
+    if len(parts) >= 2 and parts[1].isascii() and parts[1].isdigit() and len(parts[1]) <= 18:
         return f"{parts[0]}{int(parts[1])}"
     return state_id[:10]
 

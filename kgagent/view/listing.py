@@ -10,6 +10,14 @@ headless Chromium never finished the page. So nothing the page holds is a whole 
 * a table holds one page (:data:`PAGE_SIZE` rows, at most :data:`PAGE_MAX`); filtering,
   sorting and paging run on the server over every row (:func:`table_page`), with the
   table's own filter language (:func:`parse_filter`).
+
+What a request asks the server to do is bounded too, since any web page can make the
+browser ask (a plain GET of ``/download/skills.csv?filter=...``): the time grows with each
+search word, filter clause and sort key (on 20,000 skills, 200 filter clauses took 1.6 s,
+a 200-word search 2.9 s). A request beyond :data:`SEARCH_MAX` characters or
+:data:`SEARCH_TERMS` words, :data:`FILTER_MAX` characters or :data:`FILTER_CLAUSES`
+clauses, or :data:`SORT_MAX` sort keys is refused whole (:class:`Refused`), never cut
+short: a cut answer would pass for the one asked for.
 """
 
 from __future__ import annotations
@@ -31,6 +39,24 @@ PAGE_SIZE = 25
 PAGE_MAX = 200
 #: The value of the line that says how many more options match (disabled: never chosen).
 MORE = "\x00more"
+#: A dropdown search: its length and words. Labels are a few words ("s12 ×5", "R3 · cardgame
+#: seed 1 · 100 steps"); each word is one pass over every option (about 15 ms on 20,000).
+SEARCH_MAX = 200
+SEARCH_TERMS = 8
+#: A table filter: its length and clauses. The filter row writes one clause per column (the
+#: skills table has 12, the clusters 5); each clause is a test of every row: 12 that keep
+#: all of 20,000 rows take about 0.6 s (24: 1.2 s on a busy 2-core machine).
+FILTER_MAX = 2000
+FILTER_CLAUSES = 12
+#: Sort keys a request may send. The table sorts by one column (DataTable's single sort
+#: mode); a key repeated or on a column the table lacks changes no order and is dropped,
+#: so more keys than a table has columns (12, 5) are not a request the page makes. Each
+#: key is one sort of every row: 12 keys took 0.8 s on 20,000 rows.
+SORT_MAX = 16
+
+
+class Refused(ValueError):
+    """A request beyond the bounds above: answered with this message, not computed."""
 
 
 class PerSnapshot:
@@ -93,8 +119,11 @@ class Choices:
         """``fixed`` options, then at most ``limit`` matches of ``search`` (all options
         when it is empty), the ``selected`` one if it is not among them, and a disabled
         last line when more match than are offered."""
-        terms = str(search).lower().split() if isinstance(search, str) else []
         limit = max(int(limit), 0)
+        try:
+            terms = search_terms(search)
+        except Refused as e:  # the chosen one stays; the last line says why nothing matches
+            return self._refused(str(e), selected, fixed, search)
         if terms:
             tiers: list[list[int]] = [[], [], []]
             total = 0
@@ -108,26 +137,52 @@ class Choices:
             found = (tiers[0] + tiers[1] + tiers[2])[:limit]
         else:
             total, found = len(self.options), list(range(min(limit, len(self.options))))
-        out = [*fixed, *(self.options[i] for i in found)]
-        if selected is not None and not isinstance(selected, list | dict):
-            if selected not in {o["value"] for o in out} and selected != MORE:
-                i = self._index.get(selected)
-                out.append(
-                    self.options[i]
-                    if i is not None
-                    else {"label": str(selected), "value": selected}
-                )
+        out = self._with_selected([*fixed, *(self.options[i] for i in found)], selected)
         if total > len(found):
             out.append(
-                {
-                    "label": f"showing {len(found):,} of {total:,} {what}: type to find others",
-                    "value": MORE,
-                    "disabled": True,
-                    # the dropdown filters in the browser too; this keeps the line there
-                    "search": str(search or ""),
-                }
+                _line(f"showing {len(found):,} of {total:,} {what}: type to find others", search)
             )
         return out
+
+    def _with_selected(self, out: list[dict[str, Any]], selected: Any) -> list[dict[str, Any]]:
+        """``out`` and the ``selected`` option, so that the dropdown keeps its value."""
+        if selected is None or not isinstance(selected, str | int | float | bool):
+            return out
+        if selected not in {o["value"] for o in out} and selected != MORE:
+            i = self._index.get(selected)
+            out.append(
+                self.options[i] if i is not None else {"label": str(selected), "value": selected}
+            )
+        return out
+
+    def _refused(
+        self, why: str, selected: Any, fixed: Sequence[dict[str, Any]], search: Any
+    ) -> list[dict[str, Any]]:
+        return [*self._with_selected(list(fixed), selected), _line(why, search)]
+
+
+def _line(label: str, search: Any) -> dict[str, Any]:
+    """A disabled last line of a dropdown (never chosen)."""
+    return {
+        "label": label,
+        "value": MORE,
+        "disabled": True,
+        # the dropdown filters in the browser too; this keeps the line there
+        "search": search if isinstance(search, str) else "",
+    }
+
+
+def search_terms(search: Any) -> list[str]:
+    """The words of a dropdown search (none when it is not text); :class:`Refused` beyond
+    :data:`SEARCH_MAX` characters or :data:`SEARCH_TERMS` words."""
+    if not isinstance(search, str):
+        return []
+    if len(search) > SEARCH_MAX:
+        raise Refused(f"search not run: longer than {SEARCH_MAX} characters")
+    terms = search.lower().split()
+    if len(terms) > SEARCH_TERMS:
+        raise Refused(f"search not run: more than {SEARCH_TERMS} words")
+    return terms
 
 
 def _tier(terms: list[str], words: tuple[str, ...]) -> int | None:
@@ -174,12 +229,23 @@ class Page:
 
 
 def table_rows(
-    rows: Sequence[dict[str, Any]], *, sort_by: Any = None, filter_query: Any = ""
+    rows: Sequence[dict[str, Any]],
+    *,
+    sort_by: Any = None,
+    filter_query: Any = "",
+    columns: Sequence[str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Every row that passes the filter, sorted: (rows, filter clauses not understood)."""
-    clauses, ignored = parse_filter(filter_query if isinstance(filter_query, str) else "")
+    """Every row that passes the filter, sorted: (rows, filter clauses not understood).
+
+    :class:`Refused` for a filter or a sort beyond the bounds (module docstring); a sort
+    key on a column not in ``columns`` (when given) is dropped, as it orders nothing."""
+    query = filter_query if isinstance(filter_query, str) else ""
+    if len(query) > FILTER_MAX:
+        raise Refused(f"filter not applied: longer than {FILTER_MAX:,} characters")
+    keys = _sort_keys(sort_by, columns)  # refused before the filter's work
+    clauses, ignored = parse_filter(query)
     kept = [r for r in rows if all(c.holds(r) for c in clauses)]
-    for col, desc in reversed(_sort_keys(sort_by)):
+    for col, desc in reversed(keys):
         present = [r for r in kept if r.get(col) not in (None, "")]
         absent = [r for r in kept if r.get(col) in (None, "")]
         present.sort(key=lambda r, c=col: _sortable(r[c]), reverse=desc)
@@ -194,10 +260,12 @@ def table_page(
     size: Any = PAGE_SIZE,
     sort_by: Any = None,
     filter_query: Any = "",
+    columns: Sequence[str] | None = None,
 ) -> Page:
     """Filter every row, sort what passes, and cut out one page: a sort over the whole
-    table, not over the rows on screen. ``page`` beyond the last is the last."""
-    kept, ignored = table_rows(rows, sort_by=sort_by, filter_query=filter_query)
+    table, not over the rows on screen. ``page`` beyond the last is the last.
+    :class:`Refused` as :func:`table_rows`."""
+    kept, ignored = table_rows(rows, sort_by=sort_by, filter_query=filter_query, columns=columns)
     size = _int(size, PAGE_SIZE, 1, PAGE_MAX)
     count = max(1, math.ceil(len(kept) / size))
     page = _int(page, 0, 0, count - 1)
@@ -213,12 +281,19 @@ def _int(value: Any, default: int, lo: int, hi: int) -> int:
     return min(max(n, lo), hi)
 
 
-def _sort_keys(sort_by: Any) -> list[tuple[str, bool]]:
-    out = []
-    for s in sort_by if isinstance(sort_by, list) else []:
+def _sort_keys(sort_by: Any, columns: Sequence[str] | None = None) -> list[tuple[str, bool]]:
+    """(column, descending) of each sort key, each column once (the first key on it: a
+    later one only breaks ties among equal values of that column, which it cannot)."""
+    sort_by = sort_by if isinstance(sort_by, list) else []
+    if len(sort_by) > SORT_MAX:
+        raise Refused(f"sort not applied: more than {SORT_MAX} sort keys")
+    out: dict[str, bool] = {}
+    for s in sort_by:
         if isinstance(s, dict) and isinstance(s.get("column_id"), str):
-            out.append((s["column_id"], s.get("direction") == "desc"))
-    return out
+            col = s["column_id"]
+            if col not in out and (columns is None or col in columns):
+                out[col] = s.get("direction") == "desc"
+    return list(out.items())
 
 
 def _sortable(v: Any) -> tuple[int, Any]:
@@ -308,10 +383,14 @@ def _number(v: Any) -> float | None:
 
 def parse_filter(query: str) -> tuple[list[Clause], list[str]]:
     """The clauses of a DataTable filter query, and the parts not understood (which
-    filter nothing, as the table leaves out a clause it cannot read)."""
+    filter nothing, as the table leaves out a clause it cannot read); :class:`Refused`
+    beyond :data:`FILTER_CLAUSES` clauses."""
     clauses: list[Clause] = []
     ignored: list[str] = []
-    for part in _split_and(query):
+    parts = _split_and(query)
+    if len(parts) > FILTER_CLAUSES:
+        raise Refused(f"filter not applied: more than {FILTER_CLAUSES} clauses")
+    for part in parts:
         m = _CLAUSE.match(part)
         if not m:
             ignored.append(part.strip())

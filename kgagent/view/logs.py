@@ -1,13 +1,17 @@
 """The memory's step logs as the view needs them: cached, indexed, followed as they grow.
 
 Logs are named by their position in ``<memory>/runs`` (oldest first), never by a
-path from a request. A log is reread only when its size or time changes, so a
+path from a request; a symbolic link there (``runs`` itself, or a log) is no log of the
+memory and is left out, as a link in ``blobs`` is (:func:`kgagent.view.source.read_inside`).
+A log is reread only when its size or time changes, so a
 page that refreshes every second while ``kgagent play`` appends costs one parse
 per new step, not one per request.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +21,8 @@ from kgagent.errors import KGAgentError
 from kgagent.rounds import (
     Round,
     library_before,
+    log_order,
     mark_running,
-    memory_logs,
     rounds_of,
     running_log,
     step_series,
@@ -83,7 +87,11 @@ class RunLogs:
         self._rounds: tuple[tuple, list[Round]] | None = None
 
     def paths(self) -> list[Path]:
-        return memory_logs(self.memory)
+        """The step logs in ``<memory>/runs``, oldest first: regular files, not links."""
+        folder = self.memory / "runs"
+        if not _plain(folder, stat.S_ISDIR):
+            return []
+        return log_order(p for p in folder.glob("*.jsonl") if _plain(p, stat.S_ISREG))
 
     def load(self, index: int) -> Log | None:
         """Log number ``index`` (0 = oldest; -1 = newest), or None if there is none."""
@@ -116,6 +124,8 @@ class RunLogs:
                 hit[1].index = index
                 return hit[1]
         try:
+            if not _plain(path, stat.S_ISREG):  # made a link since it was listed
+                raise KGAgentError(f"{path.name} is not a regular file")
             header, steps, summary = read_log(path)
             log = Log(index, path, header or {}, steps, summary)
         except KGAgentError as e:
@@ -184,6 +194,14 @@ class RunLogs:
                     if log.recording(step) is not None:
                         return log, step
         return None
+
+
+def _plain(p: Path, kind: Any) -> bool:
+    """Whether ``p`` is itself (not through a symbolic link) of ``kind`` (stat.S_ISREG...)."""
+    try:
+        return bool(kind(os.lstat(p).st_mode))
+    except OSError:
+        return False
 
 
 def _stat(p: Path) -> tuple[int, int]:

@@ -292,7 +292,9 @@ def register(app: Any, ctx: Any) -> None:
         new_sig = repr(snap.signature)
         if dctx.triggered_id == "g-tick" and sig == new_sig:
             raise PreventUpdate
-        opts = opts or []
+        opts = [o for o in opts if isinstance(o, str)] if isinstance(opts, list) else []
+        run = run if isinstance(run, str | int) else None
+        cluster = cluster if isinstance(cluster, str) else None
         f = Filters(
             min_weight=request_value(float, weight, 0.0),
             similarity="sim" in opts,
@@ -324,8 +326,8 @@ def register(app: Any, ctx: Any) -> None:
         return view.elements, stylesheet(labels, snap.theta_simi), head, " · ".join(notes), new_sig
 
     @app.callback(Output("g-cy", "layout"), Input("g-layout", "value"))
-    def relayout(name: str) -> dict:
-        return LAYOUTS.get(name, LAYOUTS["fcose"])
+    def relayout(name: Any) -> dict:
+        return LAYOUTS.get(name if isinstance(name, str) else "", LAYOUTS["fcose"])
 
     @app.callback(
         Output("g-cy", "generateImage"),
@@ -355,7 +357,14 @@ def register(app: Any, ctx: Any) -> None:
         snap = ctx.source.snapshot()
         prop = dctx.triggered[0]["prop_id"] if dctx.triggered else ""
         node = node if isinstance(node, dict) and isinstance(node.get("id"), str) else None
-        edge = edge if isinstance(edge, dict) else None
+        # an edge as the graph draws it: both ends are state ids
+        edge = (
+            edge
+            if isinstance(edge, dict)
+            and isinstance(edge.get("source"), str)
+            and isinstance(edge.get("target"), str)
+            else None
+        )
         if prop.endswith("tapEdgeData"):
             if edge and isinstance(edge.get("skill"), str) and edge["skill"]:
                 return _skill(ctx, snap, edge["skill"], edge), None
@@ -439,8 +448,8 @@ def _skill(ctx: Any, snap: Any, skill_id: str, edge: dict[str, Any]) -> html.Div
     except Exception:  # the panel still shows the skill without crops
         found = {}
     panel = details.skill_panel(skill_id, snap, ctx.logs.skill_origins().get(skill_id), found)
-    shared = edge.get("skills") or []
-    if len(shared) > 1:
+    shared = edge.get("skills")
+    if isinstance(shared, list) and len(shared) > 1:
         return html.Div([details.pair_panel(edge, snap), panel])
     return panel
 

@@ -8,12 +8,12 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
-from dash import Input, Output, State, dash_table, dcc, html
+from dash import Input, Output, State, dash_table, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from kgagent.textsafe import CsvWriter
 from kgagent.view.details import when
-from kgagent.view.listing import PAGE_SIZE, table_page, table_rows
+from kgagent.view.listing import PAGE_SIZE, Refused, table_page, table_rows
 
 SKILL_COLUMNS = [
     ("name", "skill", "text"),
@@ -163,16 +163,24 @@ TABLES = ("skills", "clusters")
 
 def download(ctx: Any, name: str, args: Any) -> str:
     """``/download/skills.csv`` or ``clusters.csv``: every row the table's filter keeps,
-    in its order (the query string carries both, as the page's link writes them)."""
+    in its order (the query string carries both, as the page's link writes them).
+
+    :class:`Refused` for a filter or sort beyond the bounds of :mod:`kgagent.view.listing`
+    (the route answers 400): any web page can make a browser GET this link."""
     if name == "skills":
         rows, columns = skill_rows(ctx), SKILL_COLUMNS
     else:
         rows, columns = cluster_rows(ctx), CLUSTER_COLUMNS
     try:
         sort_by = json.loads(args.get("sort") or "[]")
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
         sort_by = []
-    kept, _ = table_rows(rows, sort_by=sort_by, filter_query=args.get("filter") or "")
+    kept, _ = table_rows(
+        rows,
+        sort_by=sort_by,
+        filter_query=args.get("filter") or "",
+        columns=[c for c, _, _ in columns],
+    )
     return table_csv(kept, columns)
 
 
@@ -282,7 +290,13 @@ def register(app: Any, ctx: Any) -> None:
         if dctx.triggered_id == "l-tick" and now == sig:
             raise PreventUpdate
         rows = skill_rows(ctx, snap)
-        p = table_page(rows, page=page, size=size, sort_by=sort_by, filter_query=filter_query)
+        cols = [c for c, _, _ in SKILL_COLUMNS]
+        try:
+            p = table_page(
+                rows, page=page, size=size, sort_by=sort_by, filter_query=filter_query, columns=cols
+            )
+        except Refused as e:  # the table stays as it was; the note says why
+            return (*[no_update] * 4, str(e), no_update, no_update)
         href = csv_href("skills", sort_by, filter_query)
         return p.rows, p.page_count, p.page, _summary(rows), p.note("skills"), href, now
 
@@ -309,6 +323,12 @@ def register(app: Any, ctx: Any) -> None:
         if dctx.triggered_id == "l-tick" and now == sig:
             raise PreventUpdate
         rows = cluster_rows(ctx, snap)
-        p = table_page(rows, page=page, size=size, sort_by=sort_by, filter_query=filter_query)
+        cols = [c for c, _, _ in CLUSTER_COLUMNS]
+        try:
+            p = table_page(
+                rows, page=page, size=size, sort_by=sort_by, filter_query=filter_query, columns=cols
+            )
+        except Refused as e:  # the table stays as it was; the note says why
+            return (*[no_update] * 3, str(e), no_update, no_update)
         href = csv_href("clusters", sort_by, filter_query)
         return p.rows, p.page_count, p.page, p.note("clusters"), href, now

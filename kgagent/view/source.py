@@ -19,6 +19,8 @@ query is a named query from ``queries/view.cypher`` (or a public method of
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -212,14 +214,54 @@ class MemorySource:
         return d
 
     def blob(self, blob_id: str) -> bytes | None:
-        """A thumbnail or crop PNG by its sha256 id; None for anything else."""
+        """A thumbnail or crop PNG by its sha256 id; None for anything else, and for a
+        symbolic link on the way (see :func:`read_inside`)."""
         if not is_blob_id(blob_id):
             return None
-        p = self.path / "blobs" / blob_id[:2] / f"{blob_id}.png"
-        try:
-            return p.read_bytes()
-        except OSError:
+        return read_inside(self.path, "blobs", blob_id[:2], f"{blob_id}.png")
+
+
+def read_inside(root: Path, *names: str) -> bytes | None:
+    """The bytes of the regular file ``root/names...``, following no symbolic link below
+    ``root``; None when there is none, or a link, a FIFO or a device is on the way.
+
+    A link ``blobs/ab/abcc….png`` to a file elsewhere (a memory copied from someone else,
+    a folder another user can write) would serve that file as a picture. Each folder is
+    opened relative to the one before with ``O_NOFOLLOW``, so a link swapped in while this
+    reads is refused too; where the system has no such opens (Windows), the resolved path
+    must lie in the resolved ``root`` and the file must not be a link.
+    """
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    if not nofollow or os.open not in os.supports_dir_fd:
+        return _read_resolved(root, names)
+    fds: list[int] = []
+    try:
+        fds.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY))
+        for name in names[:-1]:
+            fds.append(os.open(name, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=fds[-1]))
+        # O_NONBLOCK: a FIFO would block the open until something wrote to it
+        flags = os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0)
+        fds.append(os.open(names[-1], flags, dir_fd=fds[-1]))
+        if not stat.S_ISREG(os.fstat(fds[-1]).st_mode):
             return None
+        with open(fds[-1], "rb", closefd=False) as f:
+            return f.read()
+    except OSError:  # absent, a link (ELOOP, ENOTDIR), unreadable
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _read_resolved(root: Path, names: tuple[str, ...]) -> bytes | None:
+    p = Path(root).joinpath(*names)
+    try:
+        inside = p.resolve(strict=True).is_relative_to(Path(root).resolve(strict=True))
+        if not inside or p.is_symlink() or not p.is_file():
+            return None
+        return p.read_bytes()
+    except (OSError, RuntimeError):
+        return None
 
 
 def _take(mem: Any) -> Snapshot:
