@@ -38,3 +38,25 @@ def play_args(
 def play_command(memory: Path, *extra: str, steps: int, env: str | None = None) -> list[str]:
     """:func:`play_args` as a quiet subprocess's command line."""
     return [*KGAGENT, *play_args(memory, *extra, steps=steps, env=env)]
+
+
+def denied_user() -> list[str]:
+    """The command prefix that runs as a user a chmod 000 folder is closed to (empty when
+    not root); skips the test where there is none (root without ``setpriv`` or a user
+    ``nobody``)."""
+    import os
+    import shutil
+
+    import pytest
+
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: cannot be refused a folder")
+    import pwd
+
+    try:
+        pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("running as root without a user nobody: cannot be refused a folder")
+    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]

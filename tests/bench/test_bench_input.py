@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner
 
 from kgagent.bench import BenchError, BenchOptions, load_grid, run_grid
 from kgagent.bench.grid import MAX_JOBS, cell_states
 from kgagent.errors import ConfigError
+
+from .test_bench_folders import _cli  # the bench command under the CLI's group
 
 GRID = """
 envs = ["cardgame"]
@@ -23,18 +24,6 @@ name = "m"
 methods = ["full"]
 seeds = [0]
 """
-
-
-def _cli() -> click.Group:
-    from kgagent.cli.bench_cmd import bench_cmd
-    from kgagent.cli.main import KGAgentGroup
-
-    @click.group(cls=KGAgentGroup)
-    def top() -> None:
-        pass
-
-    top.add_command(bench_cmd, "bench")
-    return top
 
 
 def _bench(cwd: Path, *args: str) -> tuple[int, str]:

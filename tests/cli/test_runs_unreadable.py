@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from command_lines import KGAGENT
+from command_lines import KGAGENT, denied_user
 from kgagent.cli.main import cli
 
 
@@ -80,22 +80,6 @@ def test_runs_list_of_a_readable_runs_folder_is_unchanged(tmp_path: Path) -> Non
     res = run("runs", "list", "--memory", str(memory), "--format", "json")
     assert res.exit_code == 0, res.output
     assert "20260101-000000-cardgame-0.jsonl" in res.output
-
-
-def denied_user() -> list[str]:
-    """The command prefix that runs as a user a chmod 000 folder is closed to; skips the
-    test where there is none (root without ``setpriv`` or ``nobody``)."""
-    if os.geteuid() != 0:
-        return []
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: cannot be refused a folder")
-    import pwd
-
-    try:
-        pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("running as root without a user nobody: cannot be refused a folder")
-    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
 
 @pytest.mark.parametrize("command", ["list", "show"])

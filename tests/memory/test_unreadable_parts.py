@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from command_lines import KGAGENT, play_args
+from command_lines import KGAGENT, denied_user, play_args
 
 from kgagent.config import Config
 from kgagent.errors import MemoryStoreError
@@ -149,22 +149,6 @@ def test_other_lancedb_errors_keep_their_words(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------- end to end, as another user
-
-
-def denied_user() -> list[str]:
-    """The command prefix that runs as a user a chmod 000 folder is closed to; skips the
-    test where there is none (root without ``setpriv`` or ``nobody``)."""
-    if os.geteuid() != 0:
-        return []
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: cannot be refused a folder")
-    try:
-        import pwd
-
-        pwd.getpwnam("nobody")
-    except KeyError:
-        pytest.skip("running as root without a user nobody: cannot be refused a folder")
-    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
 
 @pytest.fixture(scope="module")
