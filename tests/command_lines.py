@@ -5,6 +5,7 @@ Import as ``from command_lines import …`` (pyproject.toml puts ``tests/`` on t
 
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -59,4 +60,20 @@ def denied_user() -> list[str]:
         pwd.getpwnam("nobody")
     except KeyError:
         pytest.skip("running as root without a user nobody: cannot be refused a folder")
-    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    if not _runs_kgagent(tuple(prefix)):
+        pytest.skip("the user nobody cannot run kgagent from here (a checkout only root reads)")
+    return prefix
+
+
+@functools.cache
+def _runs_kgagent(prefix: tuple[str, ...]) -> bool:
+    """Whether ``prefix`` can start this interpreter and import kgagent's CLI: a checkout
+    in a folder only its owner may enter (``mktemp -d``) is closed to another user."""
+    import subprocess
+
+    probe = [*prefix, sys.executable, "-c", "import kgagent.cli.main"]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
