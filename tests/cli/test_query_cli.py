@@ -300,7 +300,7 @@ def test_second_process_query_while_agent_holds_memory(tmp_path: Path) -> None:
             assert (
                 "in use by another process" in line
                 and "ladybug" in line
-                and "stop the agent" in line
+                and "wait for it to finish, or stop it" in line
             )
         holder.stdin.write("\n")
         holder.stdin.flush()
