@@ -385,9 +385,10 @@ def _stream(
             row = [_escape(v, encoding, fits) for v in values]
             escaped += sum(a != b for a, b in zip(row, values))
             w.writerow(row)
-        if cols is None and columns():  # no rows: the header alone, as a CSV reader expects
-            header = [_escape(str(c), encoding, fits) for c in columns() or []]
-            escaped += sum(a != b for a, b in zip(header, columns() or []))
+        known = [str(c) for c in columns() or []] if cols is None else []
+        if known:  # no rows: the header alone, as a CSV reader expects
+            header = [_escape(c, encoding, fits) for c in known]
+            escaped += sum(a != b for a, b in zip(header, known))
             w.writerow(header)
         if escaped:
             click.echo(
