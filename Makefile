@@ -34,11 +34,28 @@ test: system-deps $(STAMP)
 
 setup: $(STAMP)
 
+# A new environment takes about 7 GB (torch's wheels bring the CUDA libraries) and pip's
+# temporary files more while it installs: set-up refuses to start with less free than this,
+# rather than leave a half-written environment behind.
+SETUP_FREE_GB ?= 10
+# An install that failed half-way (a full disk) can leave files pip will not replace.
+REBUILD := run \`make clean setup\` to rebuild it
+
 $(STAMP): pyproject.toml benchmarks/constraints.txt
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check $(CONSTRAINTS) $(TORCH) 2>&1 | grep -v "^WARNING: Location" || true
-	$(BIN)/python -m pip install -q --disable-pip-version-check $(CONSTRAINTS) -e '.[dev,models,games,bench]' 2>&1 | grep -v "^WARNING: Location" || true
-	$(BIN)/python -c "import kgagent, torch, torchvision, open_clip, lancedb, gymnasium, crafter, pygame, dash, rapidocr_onnxruntime, ray, matplotlib"
+	@if ! test -x $(BIN)/python; then \
+	  free=$$(df -Pk "$(dir $(abspath $(VENV)))" | awk 'NR == 2 { print int($$4 / 1048576) }'); \
+	  if [ "$$free" -lt $(SETUP_FREE_GB) ]; then \
+	    echo "error: setting up $(VENV) needs about $(SETUP_FREE_GB) GB free in $(dir $(abspath $(VENV))); $$free GB are free (make SETUP_FREE_GB=N to change the check)" >&2; \
+	    exit 1; \
+	  fi; \
+	  $(PYTHON) -m venv $(VENV); \
+	fi
+	set -o pipefail; $(BIN)/python -m pip install -q --disable-pip-version-check $(CONSTRAINTS) $(TORCH) 2>&1 | { grep -v "^WARNING: Location" || true; } \
+	  || { echo "error: pip could not install torch into $(VENV) (above); $(REBUILD)" >&2; exit 1; }
+	set -o pipefail; $(BIN)/python -m pip install -q --disable-pip-version-check $(CONSTRAINTS) -e '.[dev,models,games,bench]' 2>&1 | { grep -v "^WARNING: Location" || true; } \
+	  || { echo "error: pip could not install kgagent into $(VENV) (above); $(REBUILD)" >&2; exit 1; }
+	$(BIN)/python -c "import kgagent, torch, torchvision, open_clip, lancedb, gymnasium, crafter, pygame, dash, rapidocr_onnxruntime, ray, matplotlib" \
+	  || { echo "error: the packages in $(VENV) do not import (above); $(REBUILD)" >&2; exit 1; }
 	touch $(STAMP)
 
 system-deps:
