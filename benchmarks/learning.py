@@ -131,6 +131,18 @@ def _fmt(values: list[float], digits: int) -> str:
     return f"{m:.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
+def _values(rows: list[dict], key: str) -> list[float]:
+    """A column's values over runs; ERR only of runs that executed a skill (a run without
+    executions, every random one, has no rate: `kgagent runs show` says the same)."""
+    if key == "err":
+        rows = [r for r in rows if r.get("executions")]
+    return [float(r[key]) for r in rows]
+
+
+def _err(r: dict) -> str:
+    return f"{r['err']:.3f}" if r.get("executions") else "-"
+
+
 def table(results: list[dict], games: list[str], labels: Sequence[str] = METHODS) -> str:
     """One row per game and method or variant, in ``labels``' order."""
     head = "| game | method | " + " | ".join(t for _, t, _ in COLUMNS) + " |"
@@ -140,7 +152,7 @@ def table(results: list[dict], games: list[str], labels: Sequence[str] = METHODS
             rows = [r for r in results if r["env"] == g and r["variant"] == m]
             if not rows:
                 continue
-            cells = [_fmt([float(r[k]) for r in rows], d) for k, _, d in COLUMNS]
+            cells = [_fmt(_values(rows, k), d) for k, _, d in COLUMNS]
             lines.append(f"| {g} | {m} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -166,7 +178,14 @@ def rounds_table(per_game: dict[str, list[list[dict]]]) -> str:
     for g, series in per_game.items():
         for s, rows in enumerate(series):
             for i, r in enumerate(rows):
-                cells = [f"{r[k]:.3f}" if isinstance(r[k], float) else str(r[k]) for k, _ in cols]
+                cells = [
+                    _err(r)
+                    if k == "err"
+                    else f"{r[k]:.3f}"
+                    if isinstance(r[k], float)
+                    else str(r[k])
+                    for k, _ in cols
+                ]
                 lines.append(f"| {g} | {s} | {i} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -322,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(r)
             print(
                 f"{r['env']:9s} {r['variant']:13s} seed {r['seed']}: progression {r['progression']:g} "
-                f"score {r['score']:g} ERR {r['err']:.3f} nodes {r['nodes']} ({r['duration_s']:.0f} s)",
+                f"score {r['score']:g} ERR {_err(r)} nodes {r['nodes']} ({r['duration_s']:.0f} s)",
                 file=sys.stderr,
             )
         per_game: dict[str, list[list[dict]]] = {}

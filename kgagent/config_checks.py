@@ -13,7 +13,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TORCH_DEVICE = re.compile(r"(cpu|cuda|mps|xpu)(:[0-9]+)?")
 
 
-#: the papers' ablations (Table 3) and the random agent: what ``run.ablation`` takes
+#: what ``run.ablation`` takes: Table 3's ablations, no_graph (the Bottom-Up Agent) and random
 ABLATIONS = (
     "full",
     "no_similarity",

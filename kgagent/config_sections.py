@@ -27,12 +27,15 @@ class MemoryConfig(Section):
         "ladybug", "ours", "LadybugDB, Kùzu's maintained fork, measured faster", "ladybug | kuzu"
     )
     theta_merge: float | None = param(
-        None, "paper: §4, Table 4", "cosine to merge; none: the encoder's (CLIP 0.95)", "[-1, 1]"
+        None,
+        "paper: §4, Table 4",
+        "cosine to merge; none: the encoder's (CLIP: the paper's 0.95; pixel: ours, 0.985)",
+        "[-1, 1]",
     )
     theta_simi: float | None = param(
         None,
         "paper: §4, Table 4",
-        "cosine of similarity; none: the encoder's (CLIP 0.88)",
+        "cosine of similarity; none: the encoder's (CLIP: the paper's 0.88; pixel: ours, 0.70)",
         "[-1, 1]",
     )
     alpha: float = param(0.7, "paper: Eq. 1, §4", "weight of visual change vs fitness", "[0, 1]")
@@ -353,7 +356,11 @@ class LibraryConfig(Section):
         1000, "ours", "prune while larger: bounds memory; a small cap churns good skills", ">= 1"
     )
     prune_c: float = param(
-        0.5, "paper: A.2", "UCB constant of pruning; with C1 = 5 the most-used skills went", ">= 0"
+        0.5,
+        "ours",
+        "UCB constant of pruning (A.2's C of step 5; the paper's pruning, Eq. 6's C1 = 5, "
+        "pruned the most-used skills first)",
+        ">= 0",
     )
     refine_below: int = param(
         40, "ours", "Alg. 1 line 35: refine (Eq. 8) only while the library is smaller", ">= 0"
@@ -549,7 +556,13 @@ class RunConfig(Section):
         "seeds the game and the agent: the same run step for step (but ids' random part, times)",
         ">= 0",
     )
-    ablation: str = param("full", "paper: Table 3", "the papers' ablations", " | ".join(ABLATIONS))
+    ablation: str = param(
+        "full",
+        "paper: Table 3",
+        "Table 3's ablations (w/o R_novel & R_state: rewards.use_novelty and use_state false), "
+        "no_graph (the Bottom-Up Agent, the papers' baseline) and random",
+        " | ".join(ABLATIONS),
+    )
     restart: bool | None = param(
         None, "ours", "start the next episode when one ends; none: the environment decides"
     )

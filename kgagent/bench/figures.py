@@ -55,6 +55,8 @@ def run_figures(summary: dict[str, Any], log_path: str | Path | None) -> dict[st
         if isinstance(v, int | float) and not isinstance(v, bool) and k not in NOT_FIGURES
     }
     figures["alive"] = int(bool(summary.get("alive", True)))
+    if not summary.get("executions"):
+        figures.pop("err", None)  # no executed skill: no rate (a blank in runs.csv, not a 0)
     lines = read_lines(log_path) if log_path and Path(log_path).is_file() else []
     steps = [d for d in lines if d.get("type") == "step"]
     figures["curve"] = [float((s.get("truth") or {}).get("progression", 0.0) or 0.0) for s in steps]

@@ -50,6 +50,14 @@ def test_run_figures_reads_the_log(tmp_path: Path) -> None:
     assert f["unlocks_per_1000"] == pytest.approx(1000 * 3 / 3)
 
 
+def test_err_is_a_figure_only_of_a_run_that_executed_a_skill(tmp_path: Path) -> None:
+    """A run without executions (every random one) has no ERR: left out of its figures,
+    so a grid's mean and paired tests skip it (it was a 0.000 in them)."""
+    ran = run_figures({"err": 0.25, "executions": 4}, None)
+    idle = run_figures({"err": 0.0, "executions": 0}, None)
+    assert ran["err"] == 0.25 and "err" not in idle
+
+
 def test_crafter_score_by_hand() -> None:
     names = ["a", "b"]
     # a in 1 of 2 episodes (50 %), b never: exp((ln 51 + ln 1) / 2) - 1 = sqrt(51) - 1

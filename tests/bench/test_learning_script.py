@@ -36,6 +36,7 @@ def _row(variant: str, method: str, seed: int, progression: float, env: str = "c
         "progression": progression,
         "score": 0.0,
         "err": 0.0,
+        "executions": 4,
         "cost_per_100_steps": 0.0,
         "nodes": 3,
         "skill_edges": 2,
@@ -138,6 +139,21 @@ def test_the_table_has_a_row_per_method_and_variant_in_the_commands_order(
     # a config ablation outside the script's default four has its row too
     assert table.index("| full |") < table.index("| no_novelty |") < table.index("| greedy |")
     assert "| cardgame | greedy | 3.00 |" in table
+
+
+def test_err_is_undefined_for_runs_that_executed_nothing(learning: ModuleType) -> None:
+    """A random run executes no skill: its ERR is no rate (``-``), not a 0 in the mean."""
+    rows = [_row("random", "random", s, 0.0) | {"executions": 0} for s in range(2)]
+    rows += [_row("full", "full", 0, 1.0) | {"err": 0.5}, _row("full", "full", 1, 1.0)]
+    rows[-1] |= {"err": 0.9, "executions": 0}  # executed nothing: left out of the mean
+    table = learning.table(rows, ["cardgame"], ["full", "random"])
+    assert "| cardgame | full | 1.00 ± 0.00 | 0.0 ± 0.0 | 0.500 |" in table
+    assert "| cardgame | random | 0.00 ± 0.00 | 0.0 ± 0.0 | - |" in table
+    series = [_row("full", "full", 0, 1.0) | {"executions": 0, "library_size": 0}]
+    series[0] |= {"skills_pruned": 0}
+    assert "| cardgame | 0 | 0 | 1.000 | 0.000 | - |" in learning.rounds_table(
+        {"cardgame": [series]}
+    )
 
 
 @pytest.mark.parametrize(
