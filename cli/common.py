@@ -48,6 +48,15 @@ class NonEmptyPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+def env_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An environment's name, checked as a usage error (exit 2) before anything is built."""
+    from kgagent.envs.registry import ENVS, is_env_name
+
+    if value is None or is_env_name(value):
+        return value
+    raise click.BadParameter(f"{value!r} is not an environment; known: {', '.join(ENVS)}")
+
+
 def _resolve_memory(ctx: click.Context, param: click.Parameter, value: Any) -> Path:
     return resolve_memory_path(value)
 

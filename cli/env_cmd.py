@@ -14,7 +14,7 @@ from kgagent.config_fields import MAX_INT
 from kgagent.envs.registry import describe_envs, make_env
 from kgagent.errors import EnvironmentError_
 
-from .common import NonEmptyPath, common_options, mark_writes
+from .common import NonEmptyPath, common_options, env_name, mark_writes
 from .output import emit
 
 
@@ -37,7 +37,7 @@ def _png_path(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 
 @env_group.command("show")
-@click.argument("name")
+@click.argument("name", callback=env_name)
 @click.option(
     "--seed",
     default=None,

@@ -20,20 +20,13 @@ import click
 from kgagent.config import ABLATIONS, Config
 from kgagent.config_fields import MAX_INT
 from kgagent.envs.launch import private_display_wanted
-from kgagent.envs.registry import ENVS, check_env, is_env_name
+from kgagent.envs.registry import ENVS, check_env
 from kgagent.errors import ConfigError
 from kgagent.memory.merge_place import leftovers_warning
 from kgagent.terminal import silence_gone_outputs, tell
 
-from .common import NonEmptyPath, common_options, mark_writes, work_done
+from .common import NonEmptyPath, common_options, env_name, mark_writes, work_done
 from .output import emit_record
-
-
-def _env_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None or is_env_name(value):
-        return value
-    known = ", ".join(ENVS)
-    raise click.BadParameter(f"{value!r} is not an environment; known: {known}")
 
 
 def _usage(message: str) -> click.UsageError:
@@ -96,7 +89,7 @@ def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
     "--env",
     "env_name",
     default=None,
-    callback=_env_name,
+    callback=env_name,
     metavar="ENV",
     help=f"Environment to play: {', '.join(ENVS)} (default: run.env, the built-in card game).",
 )

@@ -173,6 +173,9 @@ def test_usage_errors_are_one_line_with_exit_2() -> None:
     assert "No such option '--bogus'" in line and "'kgagent --help'" in line
     line = one_error_line(run("play", "--env", "nope"), code=2)
     assert "'nope' is not an environment; known: cardgame, civgame" in line
+    # the same name refused the same way where it is an argument
+    line = one_error_line(run("env", "show", "nope", "--out", "x.png"), code=2)
+    assert "'nope' is not an environment; known: cardgame, civgame" in line
     line = one_error_line(run("query", "RETURN 1", "--name", "recent_states"), code=2)
     assert line == "error: give one of: a query, --file, --name (see 'kgagent query --help')"
     line = one_error_line(run("nosuchcommand"), code=2)
