@@ -41,7 +41,7 @@ from kgagent.memory.archive_format import (
     vector_schema,
 )
 from kgagent.memory.engine import GraphDB
-from kgagent.memory.files import MANIFEST, temp_file
+from kgagent.memory.files import MANIFEST, side_name, temp_file
 from kgagent.memory.lifecycle import VECTORS
 from kgagent.memory.store import Memory
 from kgagent.memory.user_tables import is_kgagent_table, table_queries
@@ -82,7 +82,7 @@ def export_memory(
         raise ArchiveError(f"{out} exists; pass --force to overwrite it")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        for stale in staging.stale_temp_files(out.parent, f".{out.name}."):
+        for stale in staging.stale_temp_files(out.parent, f".{side_name(out.name)}."):
             stale.unlink(missing_ok=True)  # left by a killed export
         fd, tmp = temp_file(out)
     except OSError as e:

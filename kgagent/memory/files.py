@@ -32,6 +32,23 @@ HASH_CHUNK = 1 << 20
 _MEMORY_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_.:-]{0,127}")
 
 
+#: Bytes of a name kept in the names of the temporaries and staging folders made beside
+#: it: the longest suffix added (``.import~`` and 12 hex digits; ``mkstemp``'s 8 letters
+#: and ``.tmp``; ``.merge.lock``) keeps them within the 255 bytes a file name may have.
+SIDE_NAME_MAX = 200
+
+
+def side_name(name: str) -> str:
+    """``name`` as the files made beside it spell it: itself, or for a longer name (up to
+    255 bytes is a valid name, with no room left for a suffix) its first bytes and a
+    digest of the whole, so that two long names still have their own temporaries."""
+    raw = os.fsencode(name)
+    if len(raw) <= SIDE_NAME_MAX:
+        return name
+    digest = hashlib.sha256(raw).hexdigest()[:12]
+    return f"{os.fsdecode(raw[: SIDE_NAME_MAX - 13])}~{digest}"
+
+
 def umask() -> int:
     """This process's umask, read without changing it (``/proc/self/status``, Linux 4.7
     and later); else by setting it and back, which another thread could see between."""
@@ -53,7 +70,7 @@ def temp_file(path: Path) -> tuple[int, str]:
     graph engine's, the step logs' and the journal's have: ``mkstemp`` makes it 0600, so
     a memory's manifest and blobs and an export were private while the rest followed
     the umask."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{side_name(path.name)}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~umask())
     except BaseException:

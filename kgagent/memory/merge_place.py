@@ -33,6 +33,7 @@ from pathlib import Path
 
 from kgagent.errors import MemoryStoreError
 from kgagent.memory import staging
+from kgagent.memory.files import side_name
 from kgagent.memory.lifecycle import BLOBS, GRAPH
 from kgagent.memory.lock import is_locked
 from kgagent.memory.staging import link_or_copy
@@ -58,11 +59,11 @@ class MergeError(MemoryStoreError):
 
 
 def work_prefix(dest: Path) -> str:
-    return f".{dest.name}.merge-"
+    return f".{side_name(dest.name)}.merge-"
 
 
 def lock_path(dest: Path) -> Path:
-    return dest.parent / f".{dest.name}.merge.lock"
+    return dest.parent / f".{side_name(dest.name)}.merge.lock"
 
 
 @contextlib.contextmanager
@@ -115,7 +116,7 @@ def merge_running(dest: Path) -> bool:
 def leftovers(dest: Path) -> list[Path]:
     """The work directories of merges into ``dest`` (a killed merge's, unless one runs)."""
     try:
-        found = dest.parent.glob(f".{staging.glob_escape(dest.name)}.merge-*")
+        found = dest.parent.glob(f"{staging.glob_escape(work_prefix(dest))}*")
         return sorted(p for p in found if p.is_dir())
     except OSError:
         return []
@@ -293,7 +294,7 @@ def recover(dest: Path, say: Callable[[str], None]) -> None:
     renames of the fallback: when ``dest`` is missing, ``previous`` goes back; when
     something else is at ``dest`` by now, both are kept and the merge is refused.
     """
-    for work in sorted(dest.parent.glob(f".{staging.glob_escape(dest.name)}.merge-*")):
+    for work in sorted(dest.parent.glob(f"{staging.glob_escape(work_prefix(dest))}*")):
         if not work.is_dir():
             continue
         previous = work / PREVIOUS

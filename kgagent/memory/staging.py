@@ -30,7 +30,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from kgagent.memory.files import atomic_write
+from kgagent.memory.files import atomic_write, side_name
 from kgagent.memory.lock import HeldLock, is_locked, try_lock
 
 OWNER = "owner.lock"
@@ -65,12 +65,12 @@ def make(target: Path, kind: str) -> tuple[Path, HeldLock]:
     token = uuid.uuid4().hex[:12]
     # Made under a name recover() does not look at, locked, then renamed: nobody can
     # take it for a dead process's leftovers in between.
-    young = target.parent / f".{target.name}.{kind}~{token}"
+    young = target.parent / f".{side_name(target.name)}.{kind}~{token}"
     young.mkdir()  # the umask's permissions: it may become the memory itself
     try:
         held = try_lock(young / OWNER)
         assert held is not None  # a directory nobody else knows yet
-        work = target.parent / f".{target.name}.{kind}-{token}"
+        work = target.parent / f".{side_name(target.name)}.{kind}-{token}"
         os.rename(young, work)  # the lock (a descriptor) goes with it
     except BaseException:
         shutil.rmtree(young, ignore_errors=True)
@@ -80,7 +80,7 @@ def make(target: Path, kind: str) -> tuple[Path, HeldLock]:
 
 def _siblings(target: Path, kind: str) -> list[Path]:
     try:
-        return sorted(target.parent.glob(f".{glob_escape(target.name)}.{kind}-*"))
+        return sorted(target.parent.glob(f".{glob_escape(side_name(target.name))}.{kind}-*"))
     except OSError:
         return []
 
@@ -89,7 +89,7 @@ def _young(target: Path, kind: str) -> list[Path]:
     """Staging directories a killed process left before it could name them (older than
     YOUNG_S: a live one is renamed within microseconds)."""
     try:
-        found = target.parent.glob(f".{glob_escape(target.name)}.{kind}~*")
+        found = target.parent.glob(f".{glob_escape(side_name(target.name))}.{kind}~*")
         return [p for p in found if time.time() - p.stat().st_mtime > YOUNG_S]
     except OSError:
         return []
