@@ -65,15 +65,22 @@ def read_members(archive: Path) -> dict[str, bytes]:
 
 
 def write_archive(
-    path: Path, members: dict[str, bytes], *, resum: bool = True, extra: list[tarfile.TarInfo] = ()
+    path: Path,
+    members: dict[str, bytes],
+    *,
+    resum: bool = True,
+    extra: list[tarfile.TarInfo] = (),
+    again: tuple[str, ...] = (),
 ) -> Path:
+    """A gzipped tar of ``members`` (with fresh checksums unless not ``resum``), the
+    members named in ``again`` a second time, then the ``extra`` members."""
     members = dict(members)
     if resum:
         members[SUMS] = "".join(
             f"{hashlib.sha256(d).hexdigest()}  {n}\n" for n, d in members.items() if n != SUMS
         ).encode()
     with tarfile.open(path, "w:gz") as tar:
-        for name, data in members.items():
+        for name, data in [*members.items(), *((n, members[n]) for n in again)]:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
@@ -272,6 +279,12 @@ def _device(a: Path, d: Path) -> Path:
     return write_archive(d / "device.tar.gz", read_members(a), extra=[dev])
 
 
+def _duplicate(a: Path, d: Path) -> Path:
+    """A member given twice with the same bytes: every checksum holds, and an extraction
+    would write that file twice (a later copy replacing the one that was checked)."""
+    return write_archive(d / "duplicate.tar.gz", read_members(a), again=("manifest.json",))
+
+
 def _unknown(a: Path, d: Path) -> Path:
     return write_archive(d / "unknown.tar.gz", {**read_members(a), "notes.txt": b"hello"})
 
@@ -354,6 +367,7 @@ CASES = [
     (_symlink, ArchiveError, "is a link"),
     (_hardlink, ArchiveError, "is a link"),
     (_device, ArchiveError, "not a regular file"),
+    (_duplicate, ArchiveError, "archive member 'manifest.json' appears twice"),
     (_unknown, ArchiveError, "unknown archive member 'notes.txt'"),
     (_missing, ArchiveError, "missing member"),
     (_bad_blob, ArchiveError, "does not hash to its name"),

@@ -7,6 +7,7 @@ is code", the engine must not read a comment or string there.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -91,18 +92,64 @@ def test_a_keyword_given_as_a_name_is_refused_with_the_backticks_that_pass() -> 
         check("MATCH (k) SET k.x = 1", write=False, allow_files=False)  # no name: no hint
 
 
+@pytest.mark.parametrize(
+    "text, word",
+    [
+        ("MERGE (s:State {id: 's-1'})", "MERGE"),
+        ("MATCH (a:State), (b:State) MERGE (a)-[:SIMILAR {weight: 0.9}]->(b)", "MERGE"),
+        ("CREATE (s:State {id: 's-1'})", "CREATE"),
+        ("MATCH (s:State) DELETE s", "DELETE"),
+        ("MATCH (s:State) REMOVE s.thumbnail", "REMOVE"),
+        ("DROP TABLE State", "DROP"),
+    ],
+)
+def test_a_write_without_write_is_refused_with_the_pass_write_line(text: str, word: str) -> None:
+    """Each clause that writes the graph is refused without ``write`` in the guard's own
+    words, and allowed with it."""
+    from kgagent.errors import ReadOnlyViolation
+    from kgagent.memory.guard import check
+
+    with pytest.raises(ReadOnlyViolation) as info:
+        check(text, write=False, allow_files=False)
+    assert str(info.value) == f"this query writes ({word}); pass --write to allow it"
+    assert check(text, write=True, allow_files=False).writes == word
+
+
 def test_params_skip_strings_comments_and_names() -> None:
     assert params_of("RETURN $a, '$b', /* $c */ a$d, $`e f`, $a") == ["a", "e f"]
 
 
+#: The clauses the memory's own queries write with, read off their text (strings and
+#: comments blanked) without the guard's tokenizer: ``COPY <table> FROM`` is a bulk load.
+_WRITE_CLAUSE = re.compile(
+    r"\b(CREATE|MERGE|SET|DELETE|REMOVE|DROP|BEGIN|COMMIT|ROLLBACK|COPY(?=\s+\w+\s+FROM\b))\b",
+    re.IGNORECASE,
+)
+
+
 def test_every_named_query_is_classified_as_before() -> None:
-    """The memory's own queries: reads stay reads; only the bulk loads reach 'files'."""
-    for q in queries.load_all().values():
+    """The memory's own queries: reads stay reads, writes are writes named by their first
+    write clause; only the bulk loads reach 'files'."""
+    every = queries.load_all()
+    for q in every.values():
         v = classify(q.text)
+        clause = _WRITE_CLAUSE.search(queries.strip_strings(q.text))
+        if clause is None:
+            assert v.writes is None, q.name
+            assert not q.mutates, q.name
+        else:
+            assert v.writes == clause.group(1).upper(), q.name
+            assert q.mutates, q.name
         if q.name.startswith("archive_load_"):
             assert v.files == "COPY"
+            assert v.writes == "COPY", q.name
         else:
             assert v.files is None, q.name
+    # the oracle itself tells the two apart
+    for name in ("state_get", "view_states", "archive_export_state"):
+        assert every[name].writes is None, name
+    for name, word in (("skill_update", "SET"), ("cluster_add_member", "MERGE")):
+        assert every[name].writes == word, name
 
 
 @pytest.fixture(scope="module")

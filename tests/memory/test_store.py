@@ -84,6 +84,25 @@ def test_isolated_never_merges_or_links(memory: Memory) -> None:
     assert b.created and b.id != a.id and memory.stats().similarity_edges == 0
 
 
+def test_a_cosine_exactly_at_theta_merge_links_and_does_not_merge(tmp_path) -> None:
+    """SPEC: merge when cos > θ_merge, link when θ_simi < cos ≤ θ_merge; so a screen at
+    exactly θ_merge is a new state, linked. The cosine is exact in float32: e(0) and
+    (e(0) + e(1) + e(2) + e(3)) / 2 (norm 2, components 0.5) have dot product 0.5."""
+    x = np.zeros(16)
+    x[:4] = 1.0
+    assert float(normalize(x) @ normalize(e(0))) == 0.5  # exact, not approximately
+    cfg = Config.load(None, ["memory.theta_merge=0.5", "memory.theta_simi=0.25"])
+    with Memory.open(tmp_path / "memory", cfg, encoder=ENC) as m:
+        assert m.theta_merge == 0.5
+        a = m.merge_or_create_state(e(0))
+        at_merge = m.merge_or_create_state(x)
+        assert at_merge.created and at_merge.id != a.id
+        assert at_merge.similar_added == 1
+        assert similar(m, a.id) == {at_merge.id: 0.5}
+        assert m.stats().nodes == 2
+        assert m.vectors.rev(a.id) == 0  # a's feature did not move
+
+
 # ------------------------------------------------------------ equations
 def test_eq1_skill_edge_weight_exact(memory: Memory) -> None:
     a = memory.merge_or_create_state(e(0)).id
