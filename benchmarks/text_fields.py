@@ -40,7 +40,7 @@ import tempfile
 from pathlib import Path
 
 from kgagent.bench.stats import mean_sd_se, paired_t
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 ARMS = {"with": [], "without": ["--set", "perception.field_echo=false"]}
 METRICS = ("typed", "ended", "states", "echoes")

@@ -31,13 +31,8 @@ def runs_group() -> None:
 
 def _summary_of(path: Path) -> dict[str, Any]:
     from kgagent.rounds import RUNNING, running_log
-    from kgagent.runlog import (
-        brain_of_header,
-        executions_by_path,
-        read_episodes,
-        read_log,
-        summarise,
-    )
+    from kgagent.runlog import executions_by_path, summarise
+    from kgagent.runlog_read import brain_of_header, read_episodes, read_log
 
     if not path.exists():
         raise ConfigError(f"no step log at {path}")

@@ -38,7 +38,7 @@ from typing import Any
 
 from kgagent.errors import ConfigError
 from kgagent.paths import shell_word
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 from kgagent.textsafe import CsvWriter
 
 #: Table 2's columns in the papers' order, then the run's outcome.

@@ -1,4 +1,4 @@
-"""The run log: what a run writes, and how to read it back.
+"""The run log: what a run writes (reading it back: :mod:`kgagent.runlog_read`).
 
 A run of ``kgagent play`` writes one JSONL file: a ``{"type": "run", ...}`` header
 (environment, seed, encoder, brain, the effective configuration and
@@ -8,23 +8,17 @@ line where an episode ends and the program is started again, and a final
 ``{"type": "summary", ...}`` line (a :class:`RunSummary`). The format is
 described in docs/agent.md ("Step log").
 
-This module imports only the standard library, so reading logs (``kgagent runs``,
-the benchmarks, ``kgagent view``) needs neither OpenCV nor torch.
+This module imports only the standard library (and :mod:`kgagent.runlog_read` only
+kgagent's errors and paths besides), so reading logs (``kgagent runs``, the benchmarks,
+``kgagent view``) needs neither OpenCV nor torch.
 """
 
 from __future__ import annotations
 
-import glob
 import json
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
-from pathlib import Path
 from typing import IO, Any
-
-from kgagent.errors import ConfigError
-from kgagent.paths import shell_word
 
 #: Version of the step-log format, recorded in every header. 2: header records the
 #: effective configuration and ``log_version``; episode lines.
@@ -440,162 +434,6 @@ def _over_episodes(
         "episode_scores": scores,
         "score_total": float(sum(scores)),
     }
-
-
-def read_episodes(path: str | Path) -> tuple[list[dict[str, Any]], int]:
-    """(episode lines, episodes played) of a step log, for a summary rebuilt from it: one
-    episode more than the lines when step lines follow the last one (or there is none).
-    A line that is not JSON is left to :func:`read_log` to report."""
-    ends: list[dict[str, Any]] = []
-    steps_after = 0
-    with Path(path).open(encoding="utf-8", errors="replace") as fh:
-        for raw in fh:
-            if raw.startswith('{"type": "episode"'):
-                try:
-                    ends.append(json.loads(raw))
-                except json.JSONDecodeError:
-                    continue
-                steps_after = 0
-            elif raw.startswith(_STEP_LINE):
-                steps_after += 1
-    return ends, len(ends) + (steps_after > 0 or not ends)
-
-
-def brain_of_header(header: dict[str, Any]) -> dict[str, Any] | None:
-    """What a step log's header says of its brain (kind; a VLM's model and configured base
-    URL), for a summary rebuilt from the step lines; its call counts are not known."""
-    kind = header.get("brain")
-    if kind not in ("vlm", "offline"):
-        return None
-    config = header.get("config")
-    cfg = config.get("brain") if isinstance(config, dict) else None
-    if kind == "offline" or not isinstance(cfg, dict):
-        return {"kind": kind}
-    return {"kind": kind, "model": cfg.get("model"), "endpoint": cfg.get("base_url")}
-
-
-def read_log(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]], dict | None]:
-    """(run header, step lines, summary line) of a JSONL step log."""
-    header, steps, summary = None, [], None
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise ConfigError(f"no step log at {p}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p} is not UTF-8 text; is this a kgagent step log?") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read the step log {p}: {e.strerror or e}") from None
-    for i, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            d = json.loads(raw)
-        except json.JSONDecodeError:
-            if i == len(lines):  # a run killed mid-write: ignore the torn last line
-                break
-            raise ConfigError(f"{p}:{i} is not JSON; is this a kgagent step log?") from None
-        if not isinstance(d, dict):
-            raise ConfigError(f"{p}:{i} is not a JSON object; is this a kgagent step log?")
-        t = d.get("type")
-        if t == "run":
-            header = d
-        elif t == "step":
-            steps.append(d)
-        elif t == "summary":
-            summary = d
-    if header is None and not steps and summary is None:
-        raise ConfigError(f"{p} holds no kgagent step log lines")
-    return header, steps, summary
-
-
-def step_logs(patterns: Iterable[str]) -> list[str]:
-    """The files the globs ``patterns`` match, sorted, each once; a :class:`ConfigError`
-    when none matches (a mistyped folder is one line, not an empty report)."""
-    patterns = list(patterns)
-    files = sorted({f for pattern in patterns for f in glob.glob(pattern)})
-    if not files:
-        raise ConfigError(f"no step log matches {' '.join(patterns)}")
-    return files
-
-
-#: how a step line and a summary line begin (``RunLogWriter`` writes ``type`` first)
-_STEP_LINE, _SUMMARY_LINE = '{"type": "step"', '{"type": "summary"'
-
-
-def unfinished_run_note(folder: str | Path, memory: str | Path) -> str | None:
-    """The line a run prints when it starts, if the previous run on ``memory`` ended
-    without its summary line; None when it has one (or there is none).
-
-    The summary is written however a run ends, an error or Ctrl-C included, so a log
-    without one was left by a process that was killed (SIGKILL, out of memory, the
-    machine stopped) or could not write it. The caller holds the memory's writer lock,
-    so that run is not still going on. What a kill loses is docs/reliability.md's: the
-    steps a log holds were committed before their lines were written, and are kept.
-    ``folder``: where the run writes its step log (the memory's ``runs/``, or
-    ``run.log_dir``, where only the logs of ``memory`` count).
-    """
-    from kgagent.rounds import log_order
-
-    folder, memory = Path(folder), Path(memory)
-    own = folder.resolve() == (memory / "runs").resolve()
-    for path in reversed(log_order(folder.glob("*.jsonl"))):
-        seen = _log_outline(path)
-        if seen is None:
-            continue
-        header, steps, summary = seen
-        if not own and str(header.get("memory")) != str(memory):
-            continue  # another memory's run, in a shared log folder
-        if summary:
-            return None
-        show = f"{shell_word(path.name)} --memory {shell_word(memory)}" if own else shell_word(path)
-        return _unfinished_line(path if not own else Path(path.name), header, steps, path, show)
-    return None
-
-
-def _log_outline(path: Path) -> tuple[dict[str, Any], int, bool] | None:
-    """(header, step lines, has a summary line) of a step log, reading it line by line;
-    None when it cannot be read. An empty log (killed before its header) has ``{}``. A
-    line without its line feed is one a kill cut short, left out as :func:`read_log` does."""
-    header: dict[str, Any] = {}
-    steps, summary = 0, False
-    try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            for i, line in enumerate(fh):
-                if not line.endswith("\n"):
-                    break
-                if i == 0 and line.startswith('{"type": "run"'):
-                    try:
-                        header = json.loads(line)
-                    except json.JSONDecodeError:
-                        pass
-                steps += line.startswith(_STEP_LINE)
-                summary = summary or line.startswith(_SUMMARY_LINE)
-    except OSError:
-        return None
-    return header, steps, summary
-
-
-def _unfinished_line(shown: Path, header: dict[str, Any], steps: int, path: Path, show: str) -> str:
-    started = str(header.get("started") or "").replace("T", " ") or "?"
-    try:
-        zone = datetime.fromisoformat(started).tzinfo  # the run's UTC offset, if it says
-    except ValueError:
-        zone = None
-    try:
-        written = datetime.fromtimestamp(path.stat().st_mtime, zone)  # None: local time
-        last = written.strftime("%Y-%m-%d %H:%M:%S")
-    except (OSError, ValueError, OverflowError):
-        last = "?"
-    if last[:10] == started[:10]:
-        last = last[11:]
-    did = f"after {steps} step{'' if steps == 1 else 's'}" if steps else "before its first step"
-    return (
-        f"note: the previous run on this memory, {shown} (started {started}, last written "
-        f"{last}), has no summary line: it was killed, or died, {did}. What it committed "
-        "is kept (every step in its log is in the memory; a kill loses at most the step it "
-        f"was in); `kgagent runs show {show}` summarises it"
-    )
 
 
 class RunLogWriter:

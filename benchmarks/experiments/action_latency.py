@@ -36,7 +36,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from kgagent.errors import ConfigError
-from kgagent.runlog import read_log, step_logs
+from kgagent.runlog_read import read_log, step_logs
 
 
 def per_input(files: list[str]) -> dict:

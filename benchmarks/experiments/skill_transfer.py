@@ -31,7 +31,7 @@ BINS = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.985, 1.0 + 1e-9)
 def executions(memory: Path) -> dict[str, dict[str, tuple[bool, bool]]]:
     """skill id -> state id -> (valid from there at least once, good at least once)."""
     from kgagent.config import Config
-    from kgagent.runlog import read_log
+    from kgagent.runlog_read import read_log
 
     r_good = Config().invocation.r_good
     out: dict[str, dict[str, tuple[bool, bool]]] = defaultdict(dict)

@@ -28,7 +28,7 @@ from collections import Counter
 from kgagent.bench.stats import paired_t
 from kgagent.config import Config
 from kgagent.errors import ConfigError
-from kgagent.runlog import read_log, step_logs
+from kgagent.runlog_read import read_log, step_logs
 
 KEYBOARD = ("key", "hotkey", "type")
 

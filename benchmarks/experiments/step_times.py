@@ -25,7 +25,7 @@ import numpy as np
 from kgagent.bench.stats import paired_t
 from kgagent.errors import ConfigError
 from kgagent.memory.core import without_random_part
-from kgagent.runlog import read_log, step_logs
+from kgagent.runlog_read import read_log, step_logs
 
 _TIMES = ("times_ms", "duration_s")
 

@@ -39,14 +39,8 @@ from kgagent.paths import resolve_memory_path
 from kgagent.perception.base import Segmenter, StateEncoder
 from kgagent.perception.change import idle_change, visual_change
 from kgagent.perception.reader import TextReader
-from kgagent.runlog import (
-    LOG_VERSION,
-    RunLogWriter,
-    RunSummary,
-    StepRecord,
-    summarise,
-    unfinished_run_note,
-)
+from kgagent.runlog import LOG_VERSION, RunLogWriter, RunSummary, StepRecord, summarise
+from kgagent.runlog_read import unfinished_run_note
 from kgagent.seeding import player_rng
 from kgagent.terminal import progress_bar, silence_gone_outputs, tell
 from kgagent.textsafe import visible

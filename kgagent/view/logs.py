@@ -111,7 +111,7 @@ class RunLogs:
         return [self._parse(i, p) for i, p in enumerate(self.paths())]
 
     def _parse(self, index: int, path: Path) -> Log:
-        from kgagent.runlog import read_log
+        from kgagent.runlog_read import read_log
 
         try:
             st = path.stat()
@@ -126,7 +126,7 @@ class RunLogs:
         try:
             if not _plain(path, stat.S_ISREG):  # made a link since it was listed
                 raise KGAgentError(f"{path.name} is not a regular file")
-            header, steps, summary = read_log(path)
+            header, steps, summary = read_log(path, plain=True)
             log = Log(index, path, header or {}, steps, summary)
         except KGAgentError as e:
             log = Log(index, path, {}, [], None, str(e))

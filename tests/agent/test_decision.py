@@ -7,7 +7,7 @@ import pytest
 from kgagent.agent.decision import TOP, hq_decision
 from kgagent.agent.runner import Runner
 from kgagent.records import HQCandidate
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 
 def test_stage_one_lists_candidates_by_eq4_probability() -> None:

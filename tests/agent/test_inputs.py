@@ -14,7 +14,7 @@ from kgagent.envs.keyguard import closing_reason
 from kgagent.errors import ActionRefused
 from kgagent.memory import Memory
 from kgagent.perception.encoders import PixelEncoder
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 from .toy import KeysEnv, ToyEnv, ToySegmenter
 

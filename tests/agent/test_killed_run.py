@@ -17,7 +17,7 @@ from command_lines import KGAGENT
 from kgagent.config import Config
 from kgagent.memory import Memory
 from kgagent.rounds import log_order
-from kgagent.runlog import read_log, unfinished_run_note
+from kgagent.runlog_read import read_log, unfinished_run_note
 
 from .toy import ToyEnv, toy_runner
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from kgagent.cli.main import cli
 
 from kgagent.rounds import log_order, memory_logs, memory_rounds
-from kgagent.runlog import unfinished_run_note
+from kgagent.runlog_read import unfinished_run_note
 from kgagent.view.logs import RunLogs
 
 from .toy import ToyEnv, toy_runner

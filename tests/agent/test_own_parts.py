@@ -8,7 +8,7 @@ import pytest
 from kgagent.errors import ConfigError, EncoderMismatchError, EnvironmentError_
 from kgagent.perception.encoders import PixelEncoder
 from kgagent.perception.reader import Reading
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 from .toy import ToyEnv, toy_runner
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from kgagent.agent.runner import Runner
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 
 def _play(cfg, tmp_path, env: str, steps: int, ablation: str = "full"):

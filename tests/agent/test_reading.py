@@ -394,7 +394,7 @@ class Names:
 def test_a_reader_of_ones_own_is_plugged_into_a_runner(tmp_path, cfg) -> None:
     """``Runner(reader=...)``: its readings label objects and name skills, and the step
     log's header says which reader read."""
-    from kgagent.runlog import read_log
+    from kgagent.runlog_read import read_log
 
     s = toy_runner(cfg, tmp_path / "m", ToyEnv(), reader=Names()).run(12)
     assert read_log(s.log_path)[0]["reader"] == "names:v1"

@@ -9,7 +9,7 @@ import pytest
 from kgagent.agent.loop import Agent
 from kgagent.agent.runner import Runner
 from kgagent.errors import KGAgentError
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 
 class Full(KGAgentError):

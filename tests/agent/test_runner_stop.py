@@ -9,7 +9,7 @@ import time
 from kgagent.agent.runner import Runner
 from kgagent.config import Config
 from kgagent.memory import Memory
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 
 def _steps_logged(memory) -> int:

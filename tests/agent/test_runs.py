@@ -12,7 +12,7 @@ from PIL import Image
 
 from kgagent.agent.runner import Runner
 from kgagent.errors import EnvironmentError_
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 from .toy import ToyEnv, toy_runner
 

@@ -19,7 +19,7 @@ from kgagent.memory import EncoderSpec, Memory
 from kgagent.perception.base import Segment
 from kgagent.perception.encoders import PixelEncoder
 from kgagent.perception.segmenters import phash
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 W, H = 320, 160
 FIELD = (20, 30, 280, 32)

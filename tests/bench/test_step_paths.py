@@ -70,7 +70,7 @@ def test_a_glob_that_matches_nothing_is_one_error_line(tmp_path: Path, capsys) -
 
 
 def test_step_log_globs_are_sorted_and_each_file_counted_once(tmp_path: Path) -> None:
-    from kgagent.runlog import step_logs
+    from kgagent.runlog_read import step_logs
 
     for name in ("b.jsonl", "a.jsonl"):
         (tmp_path / name).write_text("{}\n")

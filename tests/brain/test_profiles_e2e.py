@@ -15,7 +15,7 @@ from kgagent.agent.runner import Runner
 from kgagent.brain import make_brain
 from kgagent.brain.client import ENDPOINTS
 from kgagent.config import Config
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 from .fake_endpoint import PROFILES, FakeEndpoint
 

@@ -21,7 +21,8 @@ from kgagent.agent.runner import Runner
 from kgagent.brain import EndpointUnusable, make_brain
 from kgagent.brain.offline import OfflineBrain
 from kgagent.config import Config
-from kgagent.runlog import RunSummary, read_log, summarise
+from kgagent.runlog import RunSummary, summarise
+from kgagent.runlog_read import read_log
 
 from .fake_endpoint import PROFILES, FakeEndpoint, Reply
 from .test_profiles_e2e import config, run
@@ -193,7 +194,7 @@ def test_on_failure_stop_ends_the_run_at_the_first_failed_call(tmp_path):
 def test_a_killed_vlm_runs_rebuilt_summary_names_its_brain() -> None:
     """A run killed before its summary line: the header says which model and URL; the
     counts were never written, and the table shows them as unknown."""
-    from kgagent.runlog import brain_of_header
+    from kgagent.runlog_read import brain_of_header
 
     header = {"brain": "vlm", "config": {"brain": {"model": "qwen", "base_url": "http://h/v1"}}}
     brain = brain_of_header(header)

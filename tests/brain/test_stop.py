@@ -17,7 +17,7 @@ from command_lines import play_command
 
 from kgagent.agent.runner import Runner
 from kgagent.brain import make_brain
-from kgagent.runlog import read_log
+from kgagent.runlog_read import read_log
 
 from .fake_endpoint import PROFILES, FakeEndpoint, Reply
 from .helpers import brain_for, skill, transition

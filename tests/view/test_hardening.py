@@ -199,6 +199,28 @@ def test_a_link_in_blobs_or_runs_serves_nothing(mem: Path, client, tmp_path: Pat
         (mem / "runs" / outside.name).unlink()
 
 
+def test_a_log_swapped_for_a_link_after_the_check_is_not_followed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The view lists a log, checks it is a plain file, then reads it: a link put in its
+    place between the two is refused by the read itself (one open, no link followed)."""
+    from kgagent.runlog_read import read_log
+    from kgagent.view import logs as view_logs
+    from kgagent.view.logs import RunLogs
+
+    runs = tmp_path / "mem" / "runs"
+    runs.mkdir(parents=True)
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text(json.dumps({"type": "run", "secret": SECRET.decode()}) + "\n")
+    os.symlink(outside, runs / "20261128-100000-run.jsonl")
+    monkeypatch.setattr(view_logs, "_plain", lambda p, kind: True)  # the check came first
+    log = RunLogs(tmp_path / "mem")._parse(0, runs / "20261128-100000-run.jsonl")
+    assert log.header == {} and "symbolic link" in (log.error or "")
+    assert read_log(outside, plain=True)[0]["secret"] == SECRET.decode()  # a file is read
+    os.mkfifo(runs / "fifo.jsonl")  # and a FIFO neither blocks nor reads
+    assert "not a regular file" in RunLogs(tmp_path / "mem")._parse(1, runs / "fifo.jsonl").error
+
+
 # ------------------------------------------------------------------ 3. no traceback
 BAD_INPUTS = [
     ("g-cy.elements", {"g-opts.value": 5}),

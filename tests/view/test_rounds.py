@@ -149,7 +149,7 @@ def test_step_series_counts_library_and_err() -> None:
 
 
 def test_rounds_of_real_plays_match_what_the_runs_did(played: Path) -> None:
-    from kgagent.runlog import read_log
+    from kgagent.runlog_read import read_log
 
     rounds = memory_rounds(played)
     assert len(rounds) >= 2
