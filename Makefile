@@ -19,8 +19,8 @@ ifeq ($(ARCH),x86_64)
 CONSTRAINTS := -c benchmarks/constraints.txt
 endif
 # Debian packages the tests use: a real X server, X tools, a small window manager, programs
-# no one here wrote, and a headless browser for `kgagent view`.
-APT_PACKAGES := xvfb x11-apps x11-utils xterm evilwm chromium chromium-driver
+# no one here wrote, a headless browser for `kgagent view`, and the sandbox docs/games.md advises.
+APT_PACKAGES := xvfb x11-apps x11-utils xterm evilwm chromium chromium-driver bubblewrap
 
 .PHONY: play test setup system-deps lint format bench docs-screenshots clean
 
@@ -59,7 +59,7 @@ $(STAMP): pyproject.toml benchmarks/constraints.txt
 	touch $(STAMP)
 
 system-deps:
-	@missing=0; for b in Xvfb xcalc xterm xwininfo evilwm chromium chromedriver; do command -v $$b >/dev/null || missing=1; done; \
+	@missing=0; for b in Xvfb xcalc xterm xwininfo evilwm chromium chromedriver bwrap; do command -v $$b >/dev/null || missing=1; done; \
 	if [ $$missing = 1 ]; then \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  echo "installing Debian packages: $(APT_PACKAGES)"; \

@@ -414,7 +414,7 @@ class Runner:
                     summary.error = error
                     summary.log_path = str(log_path)
                     summary.memory_path = str(self.memory_path)
-                    summary.target = target
+                    summary.target = _bound(env) or target  # restarts bind a new window
                     closing: KGAgentError | None = None
                     if error is None:  # the memory's last checkpoint is part of the run
                         try:
@@ -568,6 +568,13 @@ def _shown_config(cfg: Config) -> dict[str, Any]:
     if brain.get("base_url"):
         brain["base_url"] = shown_url(brain["base_url"])
     return d
+
+
+def _bound(env: Any) -> str | None:
+    """What the environment is bound to now (the window of the program's last start), for
+    a summary; None for one that does not say."""
+    describe = getattr(env, "describe_target", None)
+    return describe() if callable(describe) else None
 
 
 def _progress(total: int, enabled: bool) -> Any:

@@ -285,6 +285,30 @@ def test_a_run_says_what_it_acts_on_first_and_keeps_it_in_its_header(cfg, tmp_pa
     assert read_log(plain)[0]["target"] is None
 
 
+class RestartedEnv(NamedTargetEnv):
+    """A program started again at each episode: a new process, a new window."""
+
+    starts = 0
+
+    def reset(self, seed=None):
+        self.starts += 1
+        return super().reset(seed)
+
+    def describe_target(self) -> str:
+        return f"window 'toy' (id 0x{self.starts}, pid {100 + self.starts}) 200x150+10+20"
+
+
+def test_the_summary_names_the_window_of_the_last_start(cfg, tmp_path) -> None:
+    """The header keeps what the run acted on first; after restarts the summary names the
+    window it acted on last (it kept the first program's pid)."""
+    cfg.run.episode_limit, cfg.run.restart = 2, True
+    mem = tmp_path / "mem"
+    s = _runner(cfg, mem, RestartedEnv()).run(5)
+    header, _, summary = read_log(next((mem / "runs").glob("*.jsonl")))
+    assert s.episodes == 3 and "pid 101" in header["target"]
+    assert "pid 103" in summary["target"] and s.target == summary["target"]
+
+
 class SignalledEnv(ToyEnv):
     """The toy, which sends its own process SIGINT ``times`` times in its third step (a
     person pressing Ctrl-C in the terminal of a script that drives a Runner)."""
