@@ -141,7 +141,7 @@ def parse_gui_log(text: str) -> list[list[str]]:
 def _random_keys(env: Any, steps: int, seed: int, window: bool) -> None:
     """Hafner's random agent: one of Crafter's 17 actions, uniformly, per step."""
     from kgagent.actions import Action
-    from kgagent.envs.gym import CRAFTER_KEYS
+    from kgagent.envs.gym_keys import CRAFTER_KEYS
     from kgagent.seeding import player_rng
 
     rng = player_rng(seed)  # not the world's numbers

@@ -7,7 +7,7 @@ Two copies are made of every frame the agent sees:
   600×600 and 1280×720: the conversion by numpy's strided copy (`bgrx[:, :, 2::-1]`) and
   by `cv2.cvtColor`, and a whole `XCapture.grab` (needs Xvfb and python-xlib);
 - Crafter's render is a column-major view; it is put in C order by
-  `np.ascontiguousarray` and by `kgagent.envs.gym.contiguous` (needs Crafter).
+  `np.ascontiguousarray` and by `kgagent.envs.gym_frames.contiguous` (needs Crafter).
 Both pairs are checked to give the same pixels. Prints figures; asserts nothing.
 """
 
@@ -82,7 +82,7 @@ def crafter_frames(repeats: int) -> None:
         return
     import crafter
 
-    from kgagent.envs.gym import contiguous
+    from kgagent.envs.gym_frames import contiguous
 
     env = crafter.Env(seed=1)
     env.reset()

@@ -11,6 +11,7 @@ and a Markdown report. docs/bench.md is the user's guide.
 """
 
 from kgagent.bench.grid import BenchError, BenchOptions, run_grid
-from kgagent.bench.spec import Cell, Grid, load_grid
+from kgagent.bench.spec import load_grid
+from kgagent.bench.spec_types import Cell, Grid
 
 __all__ = ["BenchError", "BenchOptions", "Cell", "Grid", "load_grid", "run_grid"]

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from kgagent.bench.spec import shown_values
+from kgagent.bench.spec_types import shown_values
 from kgagent.config import Config
 from kgagent.errors import ConfigError
 from kgagent.runlog import LOG_VERSION, RunLogWriter, RunSummary, summarise

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kgagent.bench.figures import run_figures
-from kgagent.bench.spec import Cell
+from kgagent.bench.spec_types import Cell
 from kgagent.errors import KGAgentError
 
 CELL_FILE = "cell.json"

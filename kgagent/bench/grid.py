@@ -27,7 +27,7 @@ from kgagent.bench.cell import CELL_FILE, cell_state, finished, steps_played, un
 from kgagent.bench.meta import machine, versions
 from kgagent.bench.progress import GridProgress
 from kgagent.bench.results import collect, held_grid, kept_records, run_meta, write_results
-from kgagent.bench.spec import Cell, Grid
+from kgagent.bench.spec_types import Cell, Grid
 from kgagent.brain.endpoint import Redactor
 from kgagent.errors import ConfigError, KGAgentError
 from kgagent.terminal import tell

@@ -38,7 +38,7 @@ from typing import Any
 
 from kgagent.bench.cell import ERROR_FILE, INTERRUPTED, run_cell, unfinished_state
 from kgagent.bench.progress import GridProgress
-from kgagent.bench.spec import Cell
+from kgagent.bench.spec_types import Cell
 
 
 def spawn_pool(jobs: int, **kwargs: Any) -> ProcessPoolExecutor:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kgagent.bench.cell import ARCHIVE_FILE, MEMORY_DIR
-from kgagent.bench.spec import Cell
+from kgagent.bench.spec_types import Cell
 
 
 def merge_groups(

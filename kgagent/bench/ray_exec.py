@@ -27,7 +27,7 @@ from typing import Any
 
 from kgagent.bench.cell import ARCHIVE_FILE, CELL_FILE, ERROR_FILE, MEMORY_DIR, run_cell
 from kgagent.bench.progress import GridProgress
-from kgagent.bench.spec import Cell
+from kgagent.bench.spec_types import Cell
 from kgagent.errors import KGAgentError
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from kgagent.bench.figures import achievement_names, crafter_score
 from kgagent.bench.results import Results
-from kgagent.bench.spec import Experiment
+from kgagent.bench.spec_types import Experiment
 from kgagent.bench.stats import ALPHA, MIN_PAIRS, Paired, verdict
 
 #: Headings for figures.

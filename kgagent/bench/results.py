@@ -38,7 +38,7 @@ import tomllib
 
 from kgagent.bench import stats
 from kgagent.bench.figures import ACHIEVEMENT_FIGURES
-from kgagent.bench.spec import Grid
+from kgagent.bench.spec_types import Grid
 from kgagent.brain.endpoint import shown_url
 
 #: Figures the grid reports when present, after the grid's own metrics.

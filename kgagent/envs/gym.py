@@ -30,53 +30,38 @@ The reward, the achievements (Crafter) and the key map are the harness's
 (:attr:`GymEnv.key_map`, :meth:`GymEnv.ground_truth`, :meth:`GymEnv.end_info`);
 the agent holds only a Screen. Seeded: the same seed and inputs give the same
 screens (Crafter's creature balancing is made to follow the seed: :func:`_chunks_in_order`).
+
+The keys are :mod:`~kgagent.envs.gym_keys`'s, the screen :mod:`~kgagent.envs.gym_frames`'s
+and the checks of an id :mod:`~kgagent.envs.gym_ids`'s; this module makes and drives the game.
 """
 
 from __future__ import annotations
 
 import collections
 import difflib
-import importlib
 import json
-import math
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import cv2
 import numpy as np
 
 from kgagent.actions import Action
 from kgagent.config_sections import gym_kwargs
 from kgagent.envs.base import Env, GroundTruth
-from kgagent.envs.keyguard import normalize
+from kgagent.envs.gym_frames import contiguous, default_size, nearest, pixels
+from kgagent.envs.gym_ids import (
+    CRAFTER_IDS,
+    import_failure,
+    register_ale,
+    registry_gap,
+    too_many_colons,
+)
+from kgagent.envs.gym_keys import CRAFTER_KEYS, CRAFTER_QUIT, Keys, keys_to_actions, presses
 from kgagent.errors import ActionRefused, EnvironmentError_, KGAgentError
 
-Keys = frozenset[str]
-
-#: Crafter's own window's key map (crafter/run_gui.py, ``keymap``), by pyautogui key name.
-CRAFTER_KEYS: dict[str, str] = {
-    "a": "move_left",
-    "d": "move_right",
-    "w": "move_up",
-    "s": "move_down",
-    "space": "do",
-    "tab": "sleep",
-    "r": "place_stone",
-    "t": "place_table",
-    "f": "place_furnace",
-    "p": "place_plant",
-    "1": "make_wood_pickaxe",
-    "2": "make_stone_pickaxe",
-    "3": "make_iron_pickaxe",
-    "4": "make_wood_sword",
-    "5": "make_stone_sword",
-    "6": "make_iron_sword",
-}
-CRAFTER_QUIT = "escape"  # run_gui.py stops on Esc
-_CRAFTER_IDS = {"crafter": True, "crafterreward-v1": True, "crafternoreward-v1": False}
 _GAMES_EXTRA = "pip install 'kgagent[games]'"
 
 
@@ -100,34 +85,6 @@ class GymOptions:
         if not isinstance(values.get("kwargs", {}), dict):
             values["kwargs"] = gym_kwargs(values["kwargs"])
         return cls(**values)
-
-
-#: SDL 1.2's key codes above 255 (``SDLK_UP`` = 273, ...), which key maps written for
-#: pygame 1 still use (Gymnasium's MountainCar: 275/276 for the arrows); pygame 2 gives
-#: these keys other codes and no name for the old ones.
-_SDL1_KEYS: dict[int, str] = {
-    273: "up", 274: "down", 275: "right", 276: "left", 277: "insert", 278: "home",
-    279: "end", 280: "pageup", 281: "pagedown",
-    **{282 + i: f"f{i + 1}" for i in range(15)},
-}  # fmt: skip
-
-
-def _key_name(k: Any) -> str:
-    """A key of an environment's key map as a pyautogui key name ("" when it has none)."""
-    if isinstance(k, int):
-        if k < 256:
-            k = chr(k)
-        elif k in _SDL1_KEYS:
-            return _SDL1_KEYS[k]
-        else:
-            try:
-                import pygame
-
-                return normalize(pygame.key.name(k))
-            except Exception:  # noqa: BLE001 - no pygame: a key without a name
-                return ""
-    names = {" ": "space", "\t": "tab", "\r": "enter", "\n": "enter", "\x1b": "escape"}
-    return normalize(names.get(str(k), str(k)))
 
 
 class _Crafter:
@@ -204,92 +161,6 @@ def _chunks_in_order(env: Any) -> None:
     world.reset = ordered_reset
 
 
-def _import_failure(env_id: str, e: ImportError) -> str:
-    cause = e.__cause__ if isinstance(e.__cause__, ImportError) else e
-    return (
-        f"cannot make gym:{env_id}: {' '.join(str(cause).split())} (in gym:MODULE:ID, MODULE "
-        "must be importable here and register ID with Gymnasium)"
-    )
-
-
-def _too_many_colons(env_id: str) -> str:
-    return f"gym:{env_id} is not an environment id: use gym:ID or gym:MODULE:ID (one ':')"
-
-
-def _register_ale() -> bool:
-    """Register ale-py's Atari games with Gymnasium (``ALE/Breakout-v5``, and the older
-    ``Breakout-v4``, ``BreakoutNoFrameskip-v4``); False when ale-py is not installed."""
-    try:
-        import ale_py
-        import gymnasium
-    except ImportError:
-        return False
-    gymnasium.register_envs(ale_py)
-    return True
-
-
-def _lookup(env_id: str) -> str | None:
-    """Why Gymnasium's registry, as it is now, lacks ``env_id``, on one line; None when it
-    has it (an id without a version: when it has a version of it)."""
-    import gymnasium
-    from gymnasium.envs.registration import find_highest_version, parse_env_id
-
-    try:
-        if env_id in gymnasium.envs.registry:
-            return None
-        ns, base, version = parse_env_id(env_id)
-        if version is None and find_highest_version(ns, base) is not None:
-            return None  # gymnasium.make takes the latest version
-        gymnasium.spec(env_id)  # raises, saying which part is unknown
-    except gymnasium.error.Error as e:
-        return " ".join(str(e).split()).rstrip(".")
-    return None
-
-
-def registry_gap(env_id: str) -> str | None:
-    """Why Gymnasium's registry lacks the id ``env_id`` (no ``MODULE:``), in its own words
-    on one line; None when it has it, or when this cannot tell here (gymnasium, or ale-py
-    for ``ALE/`` ids, not installed: making it says so).
-
-    An id the registry lacks is looked up again after ale-py registers its games, as
-    making it does (``BreakoutNoFrameskip-v4``); one that only ale-py's namespace has
-    (``Breakout-v5``: ``ALE/Breakout-v5``) is named in a "did you mean". Options written
-    into the id (``?frameskip=1``) are pointed to ``gym.kwargs``."""
-    try:
-        import gymnasium  # noqa: F401 - without it, making the environment says so
-    except ImportError:
-        return None
-    if env_id.startswith("ALE/") and not _register_ale():
-        return None
-    gap = _lookup(env_id)
-    if gap is not None and not env_id.startswith("ALE/") and _register_ale():
-        gap = _lookup(env_id)
-        if gap is not None and _lookup(f"ALE/{env_id}") is None:
-            gap += f"; did you mean gym:ALE/{env_id}?"
-    if gap is not None and re.search(r"[?&=]", env_id):
-        gap += " (an environment's options go in gym.kwargs: --set 'gym.kwargs={frameskip = 1}')"
-    return gap
-
-
-def unknown_reason(env_id: str) -> str | None:
-    """Why ``gym:env_id`` cannot be made, found before anything else is set up (``kgagent
-    play`` opens the memory first); None when it can, or when only building it can tell
-    (:func:`registry_gap`; Crafter is the adapter's own). The module of a ``MODULE:ID`` id
-    is imported, as making it would."""
-    if env_id.lower() in _CRAFTER_IDS:
-        return None
-    if env_id.count(":") > 1:
-        return _too_many_colons(env_id)
-    module, _, name = env_id.rpartition(":")
-    if module:
-        try:
-            importlib.import_module(module)
-        except ImportError as e:
-            return _import_failure(env_id, e)
-    gap = registry_gap(name)
-    return None if gap is None else f"unknown Gymnasium environment {env_id!r}: {gap}"
-
-
 class _Gymnasium:
     """Any Gymnasium environment with a Discrete action space and an RGB rendering."""
 
@@ -298,12 +169,12 @@ class _Gymnasium:
     ) -> None:
         kwargs = dict(kwargs or {})
         if env_id.count(":") > 1:
-            raise EnvironmentError_(_too_many_colons(env_id))
+            raise EnvironmentError_(too_many_colons(env_id))
         try:
             import gymnasium
         except ImportError:
             raise EnvironmentError_(f"gym:{env_id} needs gymnasium: {_GAMES_EXTRA}") from None
-        if env_id.startswith("ALE/") and not _register_ale():
+        if env_id.startswith("ALE/") and not register_ale():
             raise EnvironmentError_(f"gym:{env_id} needs ale-py: {_GAMES_EXTRA}")
         #: what this run made of an id without a version, for :meth:`GymEnv.notes`
         self.note: str | None = None
@@ -324,7 +195,7 @@ class _Gymnasium:
                 raise EnvironmentError_(_refused(env_id, kwargs, str(e))) from None
             raise EnvironmentError_(f"unknown Gymnasium environment {env_id!r}: {e}") from None
         except ImportError as e:  # the module of a ``module:ID`` id, or one it imports
-            raise EnvironmentError_(_import_failure(env_id, e)) from None
+            raise EnvironmentError_(import_failure(env_id, e)) from None
         except TypeError as e:
             bad = re.search(r"unexpected keyword argument '([^']+)'", str(e))
             if bad and bad[1] in kwargs:
@@ -352,7 +223,7 @@ class _Gymnasium:
         self.action_names = [str(m) for m in meanings()] if meanings else [str(i) for i in range(n)]
         self.noop = next((i for i, m in enumerate(self.action_names) if m.upper() == "NOOP"), 0)
         self.quit_keys: Keys = frozenset()
-        self.keys = self._key_map(env_id, un, n)
+        self.keys = keys_to_actions(env_id, un, n)
 
     def _versioned(self, env_id: str) -> str:
         """``env_id`` with the version Gymnasium would take for it: its latest when it names
@@ -374,25 +245,6 @@ class _Gymnasium:
         )
         return made
 
-    @staticmethod
-    def _key_map(env_id: str, un: Any, n: int) -> dict[Keys, int]:
-        get = getattr(un, "get_keys_to_action", None)
-        if get is not None:
-            out: dict[Keys, int] = {}
-            for combo, action in get().items():
-                combo = combo if isinstance(combo, (tuple, list)) else (combo,)
-                keys = frozenset(_key_name(k) for k in combo)
-                if keys and "" not in keys:  # a chord with a key that has no name is left out
-                    out[keys] = int(action)
-            if out:
-                return out
-        if n <= 10:
-            return {frozenset([str(i)]): i for i in range(n)}
-        raise EnvironmentError_(
-            f"gym:{env_id} has no key map (get_keys_to_action) and {n} actions, more than "
-            "the 10 digit keys"
-        )
-
     def reset(self, seed: int) -> None:
         self._call("reset", lambda: self.env.reset(seed=seed))
 
@@ -405,10 +257,10 @@ class _Gymnasium:
         return int(w), int(h)
 
     def frame(self, size: tuple[int, int]) -> np.ndarray:
-        return _nearest(self._render()[..., :3], size)
+        return nearest(self._render()[..., :3], size)
 
     def _render(self) -> np.ndarray:
-        return _pixels(self._call("render", self.env.render), self.env_id)
+        return pixels(self._call("render", self.env.render), self.env_id)
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         """``fn()``; what the game's own code raises is one line naming the game and the
@@ -455,36 +307,6 @@ def _unknown_keyword(env_id: str, made: str, name: str) -> str:
     return f"gym.kwargs: gym:{env_id} takes no keyword {name!r}{hint}{takes}"
 
 
-def _pixels(render: Any, env_id: str) -> np.ndarray:
-    """A Gymnasium rendering as ``uint8`` pixels. Integers within 0–255 are taken as they
-    are; floats are refused, since their scale (0–1 or 0–255) cannot be told apart
-    from the frame, and a cast would turn a 0–1 picture black. Checked here, on the
-    game's own rendering (the first one is made before the run starts), so that what
-    is wrong is told in the game's own shape, not the scaled screen's."""
-    if render is None:
-        raise EnvironmentError_(
-            f'gym:{env_id} render() returned None, made with render_mode="rgb_array": in '
-            "that mode render() returns the screen, a uint8 array (height, width, 3) (does "
-            "the game's __init__ keep its render_mode?)"
-        )
-    a = np.asarray(render)
-    shape = tuple(a.shape)
-    if a.ndim != 3 or a.shape[2] not in (3, 4) or not a.size:
-        raise EnvironmentError_(
-            f"gym:{env_id} rendered {a.dtype} {shape}: a screen is an RGB array, "
-            "(height, width, 3) (a grey picture: np.stack([frame] * 3, axis=-1))"
-        )
-    if a.dtype == np.uint8:
-        return a
-    if a.dtype.kind in "iu" and 0 <= a.min() and a.max() <= 255:
-        return a.astype(np.uint8)
-    raise EnvironmentError_(
-        f"gym:{env_id} rendered {a.dtype} {shape}: a screen is an RGB array of uint8, "
-        "(height, width, 3), with values 0–255 (scale a float picture in the game's "
-        "render(): (frame * 255).astype(np.uint8))"
-    )
-
-
 def _headless_sdl() -> None:
     """Start pygame's display on SDL's offscreen driver when there is no display.
 
@@ -514,37 +336,6 @@ def _headless_sdl() -> None:
         del os.environ["SDL_VIDEODRIVER"]
 
 
-def contiguous(img: np.ndarray) -> np.ndarray:
-    """``img`` in C order (itself when it is already).
-
-    A column-major image, an (h, w, c) view of a (w, h, c) buffer as Crafter's render
-    and pygame's ``surfarray`` give, is transposed by OpenCV: the same pixels, about 20×
-    faster than numpy's strided copy (benchmarks/experiments/frame_copies.py).
-    """
-    if img.flags.c_contiguous:
-        return img
-    t = img.T if img.ndim == 2 else img.transpose(1, 0, 2)
-    if t.flags.c_contiguous and img.dtype == np.uint8 and (img.ndim == 2 or img.shape[2] <= 4):
-        return cv2.transpose(t)
-    return np.ascontiguousarray(img)
-
-
-def _nearest(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """Nearest-neighbour scaling to (width, height)."""
-    h, w = img.shape[:2]
-    tw, th = size
-    if (w, h) == (tw, th):
-        return contiguous(img)
-    ys = (np.arange(th) * h // th).clip(0, h - 1)
-    xs = (np.arange(tw) * w // tw).clip(0, w - 1)
-    return np.ascontiguousarray(img[ys[:, None], xs[None, :]])
-
-
-def _default_size(native: tuple[int, int], least: int = 400) -> tuple[int, int]:
-    k = max(1, math.ceil(least / max(1, min(native))))
-    return native[0] * k, native[1] * k
-
-
 class GymEnv(Env):
     """A Gymnasium environment (or Crafter) seen as pixels and driven by its key map."""
 
@@ -555,7 +346,7 @@ class GymEnv(Env):
         self.env_id = env_id
         self.name = f"gym:{env_id}"
         self.opts = options or GymOptions()
-        reward = _CRAFTER_IDS.get(env_id.lower())
+        reward = CRAFTER_IDS.get(env_id.lower())
         self.is_crafter = reward is not None
         if self.is_crafter and self.opts.kwargs:
             raise EnvironmentError_(
@@ -606,7 +397,7 @@ class GymEnv(Env):
         self._backend.reset(seed)
         if self._size == (0, 0):
             native = self._backend.native_size()
-            self._size = tuple(self.opts.size) if self.opts.size else _default_size(native)  # type: ignore[assignment]
+            self._size = tuple(self.opts.size) if self.opts.size else default_size(native)  # type: ignore[assignment]
         self._reward_sum = 0.0
         self._steps = 0
         self._alive = True
@@ -624,7 +415,7 @@ class GymEnv(Env):
                     f"{action.kind} at ({px}, {py}) is outside the {w}x{h} screen; nothing was executed"
                 )
         total, term, trunc, stepped = 0.0, False, False, False
-        for keys in _presses(action):
+        for keys in presses(action):
             if keys & self._backend.quit_keys:
                 trunc, self._ended_by, self._truncated = True, "quit key", True
                 break
@@ -698,14 +489,3 @@ class GymEnv(Env):
 
     def _step_info(self, stepped: bool) -> dict[str, Any]:
         return {"stepped": stepped, "reward_sum": self._reward_sum, "alive": self._alive}
-
-
-def _presses(action: Action) -> list[Keys]:
-    """The key chords an action presses, in order (none for pointer actions)."""
-    if action.kind in ("key", "hotkey"):
-        key = action.key or ""
-        parts = [key] if len(key) <= 1 else [k for k in key.split("+") if k] or [key]
-        return [frozenset(_key_name(k.strip().lower() or k) for k in parts)]
-    if action.kind == "type":
-        return [frozenset([_key_name(c.lower())]) for c in action.text or ""]
-    return []

@@ -46,7 +46,7 @@ def check_env(name: str) -> None:
             f"unknown environment {name!r}; known: {', '.join(ENVS)} (see `kgagent env list`)"
         )
     if name.startswith(GYM_PREFIX):
-        from kgagent.envs.gym import unknown_reason
+        from kgagent.envs.gym_ids import unknown_reason
 
         reason = unknown_reason(name[len(GYM_PREFIX) :])
         if reason is not None:

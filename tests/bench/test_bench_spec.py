@@ -194,7 +194,7 @@ def test_experiment_names(tmp_path: Path) -> None:
 def test_metrics_are_the_figures_of_a_run(tmp_path: Path) -> None:
     """Every figure runs.csv can hold is a metric a grid may name (the committed results')."""
     from kgagent.bench.results import ID_COLUMNS, read_runs
-    from kgagent.bench.spec import known_metrics
+    from kgagent.bench.spec_values import known_metrics
 
     known = set(known_metrics())
     for folder in (REPO / "docs" / "results").iterdir():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kgagent.envs.gym import contiguous
+from kgagent.envs.gym_frames import contiguous
 
 
 @pytest.mark.parametrize(

@@ -178,14 +178,14 @@ def test_a_key_map_in_pygame_1_key_codes_gets_the_arrows() -> None:
 
 
 def test_a_key_map_whose_keys_have_no_name_falls_back_to_digits(monkeypatch) -> None:
-    from kgagent.envs import gym
+    from kgagent.envs import gym_keys
 
     class Unnamed:
         def get_keys_to_action(self):
             return {(70000,): 0, (70001,): 1, (): 0}
 
-    monkeypatch.setattr(gym, "_key_name", lambda k: "")
-    assert gym._Gymnasium._key_map("X-v0", Unnamed(), 2) == {
+    monkeypatch.setattr(gym_keys, "key_name", lambda k: "")
+    assert gym_keys.keys_to_actions("X-v0", Unnamed(), 2) == {
         frozenset(["0"]): 0,
         frozenset(["1"]): 1,
     }

@@ -192,7 +192,8 @@ def test_ale_options_and_older_ids(tmp_path: Path) -> None:
 
     code = """
 import warnings
-from kgagent.envs.gym import GymEnv, GymOptions, unknown_reason
+from kgagent.envs.gym import GymEnv, GymOptions
+from kgagent.envs.gym_ids import unknown_reason
 assert unknown_reason("BreakoutNoFrameskip-v4") is None
 print(unknown_reason("Breakout-v5"))
 with warnings.catch_warnings():
