@@ -11,7 +11,7 @@ over, a launched program that exits) and the environment restarts
 (``run.restart``), the next episode begins on the same memory. Ctrl-C, SIGTERM (what
 ``kill``, ``timeout``, ``docker stop`` and job schedulers send) or SIGHUP (the terminal
 closed) finishes the current step
-(the brain asks its endpoint nothing more: see :class:`_StopFlag`), writes the summary and
+(the brain asks its endpoint nothing more: see :class:`~kgagent.agent.stopflag.StopFlag`), writes the summary and
 stops; memory and environment are always closed in ``finally``.
 """
 
@@ -21,7 +21,6 @@ import operator
 import re
 import shutil
 import signal
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -42,99 +41,14 @@ from kgagent.perception.reader import TextReader
 from kgagent.runlog import LOG_VERSION, RunLogWriter, RunSummary, StepRecord, summarise
 from kgagent.runlog_read import unfinished_run_note
 from kgagent.seeding import player_rng
-from kgagent.terminal import progress_bar, silence_gone_outputs, tell
+from kgagent.terminal import progress_bar, tell
 from kgagent.textsafe import visible
 
 from .baselines import make_agent
 from .screen import Screen, call_env
+from .stopflag import StopFlag
 
 Log = Callable[[str], None]
-
-
-class _StopFlag:
-    """Ctrl-C, SIGTERM and SIGHUP set a flag instead of interrupting: the current step
-    finishes first.
-
-    A second Ctrl-C stops at once (a person at the keyboard who will not wait). SIGTERM
-    and SIGHUP (the terminal was closed) only ever ask for the graceful stop, however often
-    they come: a program that means "now" sends SIGKILL after it, as ``docker stop`` and
-    ``timeout -k`` do. The first signal also tells the brain (``on_stop``:
-    :meth:`Brain.interrupt`), which sends no new request and abandons the one in flight, so
-    the step ends in seconds.
-
-    After a closed terminal, writing to it fails (EIO; EPIPE for a pipe whose reader went
-    with it): at each signal, and once more when the run ends, the outputs that lead nowhere
-    any more are pointed at /dev/null (:func:`~kgagent.terminal.silence_gone_outputs`), so
-    that the run's last lines and its summary table go nowhere instead of raising before
-    the step log's summary line is written. A SIGHUP ignored when the run began (``nohup``)
-    stays ignored.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self, log: Log, on_stop: Callable[[], None] | None = None) -> None:
-        self.stop = False
-        #: the signal that asked for the stop (the first one)
-        self.signum: int | None = None
-        self._log = log
-        #: told at the first signal, last (the brain: it may cut a request short by raising)
-        self._on_stop = on_stop
-        self._old: dict[int, Any] = {}
-
-    def __enter__(self) -> _StopFlag:
-        if threading.current_thread() is threading.main_thread():
-            for sig in self.SIGNALS:
-                old = signal.getsignal(sig)
-                if sig == signal.SIGHUP and old is signal.SIG_IGN:
-                    continue  # nohup: the user asked for the run to outlive the terminal
-                self._old[sig] = old
-                signal.signal(sig, self._handler)
-        return self
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        silence_gone_outputs()
-        if self.stop:
-            if signum == signal.SIGINT:  # a second Ctrl-C: stop now
-                raise KeyboardInterrupt
-            return
-        self.stop, self.signum = True, signum
-        what = "interrupted" if signum == signal.SIGINT else signal.Signals(signum).name
-        again = " (Ctrl-C again to abort)" if signum == signal.SIGINT else ""
-        try:
-            self._log(f"{what}: finishing the current step, then stopping{again}")
-        except (OSError, ValueError):  # an output that went after the look above
-            pass
-        if self._on_stop is not None:
-            self._on_stop()
-
-    def ask(self) -> None:
-        """The graceful stop, asked from Python (:meth:`Runner.stop`, from any thread): as
-        the first signal does, with no signal (:attr:`signum` stays None)."""
-        if self.stop:
-            return
-        self.stop = True
-        try:
-            self._log("stop asked: finishing the current step, then stopping")
-        except (OSError, ValueError):
-            pass
-        if self._on_stop is not None:
-            self._on_stop()  # a brain's interrupt only sets its flag from another thread
-
-    def __exit__(self, *exc: object) -> None:
-        if self.signum is not None:
-            silence_gone_outputs()  # a pipe's reader that went with the terminal meanwhile
-        for sig, old in self._old.items():
-            # A handler that would stop the command (the CLI's): the run is written (its
-            # summary line too), so it is told, before it is put back, that a stop was
-            # made here (``taken``) or that nothing is left to undo (``settle``): a signal
-            # during the closing that follows does not cut it short.
-            taken, settle = getattr(old, "taken", None), getattr(old, "settle", None)
-            if self.signum is not None and callable(taken):
-                taken(self.signum)
-            elif callable(settle):
-                settle()
-            if old is not None:  # None: a handler not set from Python, which cannot be put back
-                signal.signal(sig, old)
 
 
 class Runner:
@@ -188,7 +102,7 @@ class Runner:
         self.last_summary: RunSummary | None = None
         self._steps = 0
         self._stop_asked = False  # stop() was called: the run going on (or next) stops
-        self._flag: _StopFlag | None = None  # the run's, while its steps run
+        self._flag: StopFlag | None = None  # the run's, while its steps run
         self._stamp = ""  # the run's start, in its log names (run() sets it)
         self._start: datetime | None = None  # the same, with its UTC offset (the header's)
 
@@ -321,7 +235,7 @@ class Runner:
             screen = self._screen(env)
             in_episode = 0
             bar = _progress(n_steps, self.progress)
-            with log_path.open("w") as fh, _StopFlag(self.log, brain.interrupt) as flag:
+            with log_path.open("w") as fh, StopFlag(self.log, brain.interrupt) as flag:
                 self._flag = flag
                 if self._stop_asked:  # stop() while the run was starting
                     flag.ask()
