@@ -108,7 +108,7 @@ def config_source_options(func: F) -> F:
         multiple=True,
         metavar="SECTION.FIELD=VALUE",
         help="Override one config field (repeatable; given twice, the last wins), "
-        "e.g. --set memory.engine=kuzu.",
+        "e.g. --set memory.engine=kuzu; $KGAGENT_MEMORY and $KGAGENT_ENGINE win over it.",
     )(func)
     return click.option(
         "--config",

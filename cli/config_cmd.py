@@ -12,11 +12,13 @@ values (``--config`` reads it back); ``json`` is for programs. A command's own o
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
-from kgagent.config import Config
+from kgagent.brain.endpoint import BASE_URL_ENV, shown_url
+from kgagent.config import Config, FieldOrigin
 from kgagent.config_fields import show
 
 from .common import config_source_options
@@ -44,6 +46,7 @@ def config_cmd(config_file: Path | None, overrides: tuple[str, ...], fmt: str) -
       kgagent config --set run.ablation=no_graph --format toml > run.toml
     """
     cfg, origins = Config.explain(config_file, list(overrides))
+    origins = [_base_url_from_environment(o, cfg) for o in origins]
     fmt = fmt.lower()
     if fmt == "toml":
         click.echo("# kgagent config: the effective configuration; use it with --config FILE")
@@ -53,3 +56,13 @@ def config_cmd(config_file: Path | None, overrides: tuple[str, ...], fmt: str) -
     else:
         rows = [{"field": o.name, "value": show(o.value), "source": o.source} for o in origins]
         click.echo(render(rows, "table", count=False))
+
+
+def _base_url_from_environment(origin: FieldOrigin, cfg: Config) -> FieldOrigin:
+    """``brain.base_url`` unset and ``$OPENAI_BASE_URL`` set: requests go there (the openai
+    SDK's own variable, :func:`kgagent.brain.endpoint.endpoint_url`), so say so, with a
+    password in it masked as everywhere."""
+    url = os.environ.get(BASE_URL_ENV)
+    if origin.name != "brain.base_url" or cfg.brain.base_url or not url:
+        return origin
+    return FieldOrigin(origin.name, shown_url(url), f"${BASE_URL_ENV} (brain.base_url is unset)")

@@ -292,10 +292,11 @@ class KGAgentGroup(click.Group):
 def cli(ctx: click.Context, debug: bool) -> None:
     """kgagent: an API-free GUI agent with a persistent State-Action Knowledge Graph.
 
-    Memory location: --memory PATH on every command; else $KGAGENT_MEMORY; else
-    the config's memory.path; else the user data directory
+    Memory location: --memory PATH on every command that opens one; else
+    $KGAGENT_MEMORY; else the config's memory.path; else the user data directory
     (~/.local/share/kgagent/memory on Linux). Settings: --config FILE and
-    --set section.field=value (docs/config.md).
+    --set section.field=value (docs/config.md); $KGAGENT_MEMORY and
+    $KGAGENT_ENGINE win over both (`kgagent config` shows what is in effect).
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug

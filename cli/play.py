@@ -112,7 +112,10 @@ def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
     help="desktop: the X display (default $DISPLAY; without one, --launch starts a private Xvfb).",
 )
 @click.option(
-    "--screen", default=None, metavar="WxH", help="desktop: size of a private Xvfb's screen."
+    "--screen",
+    default=None,
+    metavar="WxH",
+    help="desktop: size of a private Xvfb's screen (default: desktop.screen_size, 1280x800).",
 )
 @click.option(
     "--steps",
@@ -124,7 +127,7 @@ def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
     "--seed",
     type=click.IntRange(min=0, max=MAX_INT),
     default=None,
-    help="Seed of the game and of the agent (>= 0).",
+    help="Seed of the game and of the agent (default: run.seed).",
 )
 @click.option(
     "--brain-url",
@@ -139,7 +142,8 @@ def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
     "--ablation",
     type=click.Choice(ABLATIONS),
     default=None,
-    help="Run an ablation of the papers (default: full).",
+    help="Run an ablation: Table 3's, no_graph (the Bottom-Up Agent) or random "
+    "(default: run.ablation, full).",
 )
 @click.option(
     "--record",
@@ -174,7 +178,8 @@ def play_cmd(
     config: Config,
     fmt: str,
 ) -> None:
-    """Let the agent play ENV, learning into the memory, and print the run's summary."""
+    """Let the agent play an environment (--env), learning into the memory, and print the
+    run's summary."""
     mark_writes()
     from kgagent.agent.runner import Runner
 

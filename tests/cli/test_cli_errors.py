@@ -229,9 +229,10 @@ def test_env_commands_take_the_options_that_make_sense() -> None:
 def test_help_gives_the_memory_location_in_order() -> None:
     text = " ".join(run("--help").output.split())
     assert (
-        "--memory PATH on every command; else $KGAGENT_MEMORY; else the config's memory.path; "
-        "else the user data directory"
+        "--memory PATH on every command that opens one; else $KGAGENT_MEMORY; else the "
+        "config's memory.path; else the user data directory"
     ) in text
+    assert "$KGAGENT_MEMORY and $KGAGENT_ENGINE win over both" in text
 
 
 def test_ctrl_c_is_one_line_and_the_shells_code(tmp_path, monkeypatch) -> None:

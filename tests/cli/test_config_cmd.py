@@ -98,3 +98,21 @@ def test_the_environment_that_wins_is_shown_winning(tmp_path: Path, monkeypatch)
     res = run()
     assert res.exit_code == 1
     assert res.output.startswith("error: KGAGENT_ENGINE (in the environment): memory.engine")
+
+
+def test_a_base_url_from_the_environment_is_shown_where_the_field_is_unset(monkeypatch) -> None:
+    """$OPENAI_BASE_URL is where requests go while brain.base_url is unset (`play` says so):
+    `config` showed `none`, the default."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://bob:secret@127.0.0.1:9/v1")
+    rows = {r["field"]: r for r in json.loads(run("--format", "json").output)}
+    assert rows["brain.base_url"] == {
+        "field": "brain.base_url",
+        "value": "http://bob:***@127.0.0.1:9/v1",  # the password masked, as everywhere
+        "source": "$OPENAI_BASE_URL (brain.base_url is unset)",
+    }
+    rows = {
+        r["field"]: r
+        for r in json.loads(run("--set", "brain.base_url=http://y:1/v1", "--format", "json").output)
+    }
+    assert rows["brain.base_url"]["value"] == "http://y:1/v1"  # the field wins over it
+    assert rows["brain.base_url"]["source"] == "--set"
