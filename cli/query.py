@@ -176,7 +176,8 @@ def query_cmd(
     \b
     Examples:
       kgagent query "MATCH (s:State) RETURN s.id, s.visits ORDER BY s.visits DESC LIMIT 5"
-      kgagent query --name hq_candidates --param state=s-0123456789abcdef
+      kgagent query --name hq_candidates --param state=s-0000001-1f904aca98
+        # (a state's id, as the first example prints them)
       kgagent query --file q.cypher --format csv
       echo "MATCH (k:Skill) RETURN count(*)" | kgagent query --format json
     """
