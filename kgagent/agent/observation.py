@@ -35,13 +35,13 @@ from kgagent.perception.change import to_gray, visual_change
 from kgagent.perception.echo import Fields, echo
 from kgagent.perception.grounding import TextGround
 from kgagent.perception.reader import (
-    LineCache,
     NoReader,
     TextReader,
     check_reader,
     make_reader,
     read_checked,
 )
+from kgagent.perception.textline import LineCache
 from kgagent.records import StateHit, UIObject, control_key, label_key, names_control
 
 from .episode import Episode
@@ -332,7 +332,7 @@ class Observer:
 
         The segmenter can cut one label at its word gaps; the reader then names a
         control by half its text. The line is followed on the screen by glyph geometry
-        (:func:`kgagent.perception.reader.line_around`) and read; its reading replaces
+        (:func:`kgagent.perception.textline.line_around`) and read; its reading replaces
         the piece's only when it contains the piece (a line that reads as something else
         is not trusted). Only with ``perception.reader_whole_lines`` on."""
         if image.ndim != 3:

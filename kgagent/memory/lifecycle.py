@@ -1,9 +1,9 @@
 """Opening and closing a memory: the manifest, the engine, migrations, the encoder.
 
 Every refusal happens before anything on disk is written: the manifest (engine,
-schema version, encoder, thresholds) is checked before the writer's lock is taken
-and the database opened, and a failed open closes the database without rewriting
-the manifest. A read-write open holds the writer's lock (:mod:`~kgagent.memory.lock`)
+schema version, encoder, thresholds; :mod:`~kgagent.memory.manifest_checks`) is
+checked before the writer's lock is taken and the database opened, and a failed open
+closes the database without rewriting the manifest. A read-write open holds the writer's lock (:mod:`~kgagent.memory.lock`)
 until ``close``; it first finishes an import that a killed process left half
 swapped (:mod:`~kgagent.memory.staging`). A new memory is created whole, in a
 staging directory renamed into place. See docs/memory.md (schema migrations, engines).
@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shlex
 import shutil
 import tempfile
 import time
@@ -38,16 +37,22 @@ from kgagent.memory.files import (
 )
 from kgagent.memory.limits import ensure_open_files, process_limit
 from kgagent.memory.lock import LOCK_FILE, HeldLock, lock_memory, writer_holder
+from kgagent.memory.manifest_checks import (
+    built_from,
+    encoder_dict,
+    encoder_fix,
+    engine_mismatch,
+    newer_writer,
+    same_encoder,
+    theta_clash,
+    thetas,
+)
 from kgagent.memory.vectors import VectorStore
 from kgagent.paths import shell_word
 
 GRAPH = "graph.db"
 VECTORS = "vectors"
 BLOBS = "blobs"
-#: (θ_merge, θ_simi) shown for a memory that has no encoder yet, so no states to
-#: compare: a placeholder for ``info``, not a knob (``memory.theta_*`` and the
-#: encoder's own defaults decide once there is an encoder).
-NO_ENCODER_THRESHOLDS = (0.95, 0.88)
 
 _M = TypeVar("_M", bound="Lifecycle")
 
@@ -90,121 +95,6 @@ def no_memory(path: Path) -> str:
     return (
         f"no kgagent memory at {path}; run `kgagent play --memory {shell_word(path)}` to create one"
     )
-
-
-def _encoder_dict(encoder: EncoderSpec | None) -> dict[str, Any] | None:
-    """An encoder as the manifest records it."""
-    if encoder is None:
-        return None
-    recorded: dict[str, Any] = {
-        "identity": encoder.identity,
-        "dim": encoder.dim,
-        "thresholds": list(encoder.thresholds),
-    }
-    if encoder.weights:
-        recorded["weights"] = encoder.weights
-    return recorded
-
-
-def _same_encoder(recorded: dict[str, Any], encoder: EncoderSpec) -> bool:
-    """Whether ``encoder`` makes the features the manifest's encoder made (its identity or
-    one that earlier versions gave the same weights, and the same dimension)."""
-    names = (encoder.identity, *encoder.aliases)
-    return recorded["identity"] in names and int(recorded["dim"]) == encoder.dim
-
-
-def _encoder_fix(recorded: dict[str, Any], offered: EncoderSpec, clip_model: str) -> str:
-    """How to offer the features of the encoder the manifest records, in a few words
-    (``clip_model``: the configured ``perception.clip_model``)."""
-    if recorded["identity"] == offered.identity:  # one encoder, two widths: not the settings
-        return (
-            f"{MANIFEST} records {recorded['dim']}-d for {offered.identity}, which gives "
-            f"{offered.dim}-d: the manifest was edited or damaged; restore it from backups/ or "
-            "an export"
-        )
-    kind, _, rest = str(recorded["identity"]).partition(":")
-    model, _, tag = rest.partition(":")
-    weights = recorded.get("weights")
-    if kind == "pixel":
-        if offered.identity.startswith("pixel:"):  # the same encoder, another version
-            return (
-                f"{offered.identity} is another version of the pixel encoder than "
-                f"{recorded['identity']}, and no setting gives that one: use the kgagent it "
-                "was built with"
-            )
-        return "set perception.encoder=pixel"
-    if kind != "clip" or tag == "in-memory":
-        return "use the encoder it was built with"
-    from_file = tag.startswith(("sha256-", "visual-sha256-"))
-    if from_file and weights and weights == offered.weights and clip_model == model:
-        return f"{weights} has changed since (its weights hash differently): restore that file"
-    use = "" if offered.identity.startswith("clip:") else "perception.encoder=clip and "
-    if clip_model != model:
-        use += f"perception.clip_model={model} and "
-    if not from_file:
-        return f"set {use}perception.clip_weights={tag}"
-    if weights:
-        return f"set {use}perception.clip_weights={weights}"
-    return f"set {use}perception.clip_weights to the file it was built with"
-
-
-def _version_key(version: str) -> tuple[int, ...] | None:
-    """``"1.2.3"`` as (1, 2, 3), each part's leading digits (``"0rc1"`` → 0); None when
-    the text is no version."""
-    parts = []
-    for part in version.split("."):
-        digits = re.match(r"\d+", part)
-        if digits is None:
-            return None
-        parts.append(int(digits.group()))
-    return tuple(parts)
-
-
-def _newer_writer(recorded: Any) -> str | None:
-    """``recorded`` (the manifest's ``kgagent_version``) when it is newer than this kgagent."""
-    if not isinstance(recorded, str):
-        return None
-    theirs, ours = _version_key(recorded), _version_key(kgagent.__version__)
-    return recorded if theirs and ours and theirs > ours else None
-
-
-def _built_from(recorded: dict[str, Any]) -> str:
-    """`` from <file>`` when the manifest names the weights file its encoder was loaded from."""
-    weights = recorded.get("weights")
-    if not weights or str(recorded["identity"]).endswith(f":{weights}"):
-        return ""  # none recorded, or a pretrained tag that the identity already names
-    return f" from {weights}"
-
-
-def thetas(config: Config, encoder: dict[str, Any] | None) -> tuple[float, float]:
-    """(θ_merge, θ_simi): ``memory.theta_*`` of the config, else the encoder's defaults."""
-    default = tuple(encoder["thresholds"]) if encoder else NO_ENCODER_THRESHOLDS
-    m = config.memory
-    merge = m.theta_merge if m.theta_merge is not None else float(default[0])
-    simi = m.theta_simi if m.theta_simi is not None else float(default[1])
-    return merge, simi
-
-
-def theta_clash(config: Config, encoder: dict[str, Any] | None) -> str | None:
-    """Why θ_simi is not below θ_merge, naming the fields and where each value comes
-    from; None when it is, or when there is no encoder yet (no state to compare)."""
-    merge, simi = thetas(config, encoder)
-    if encoder is None or simi < merge:
-        return None
-    m, enc = config.memory, encoder["identity"]
-    if m.theta_simi is None:  # θ_merge set below the encoder's θ_simi
-        return (
-            f"memory.theta_merge = {merge} must be above memory.theta_simi, which is {simi} "
-            f"(the default of encoder {enc}; memory.theta_simi is not set): set "
-            f"memory.theta_simi below {merge} too, or memory.theta_merge above {simi}"
-        )
-    if m.theta_merge is None:  # θ_simi set above the encoder's θ_merge
-        return (
-            f"memory.theta_simi = {simi} must be below memory.theta_merge, which is {merge} "
-            f"(the default of encoder {enc}; memory.theta_merge is not set): set "
-            f"memory.theta_merge above {simi} too, or memory.theta_simi below {merge}"
-        )
-    return f"memory.theta_simi = {simi} must be below memory.theta_merge = {merge}"
 
 
 def _create_by_rename(path: Path, manifest: dict[str, Any]) -> HeldLock | None:
@@ -310,7 +200,7 @@ class Lifecycle(MemoryCore):
             staging.follow_link(path, MemoryStoreError)  # a link to nothing: say so
             if read_only or not create:
                 raise MemoryStoreError(no_memory(path))
-            clash = theta_clash(config, _encoder_dict(encoder))  # before anything is created
+            clash = theta_clash(config, encoder_dict(encoder))  # before anything is created
             if clash:
                 raise MemoryStoreError(clash)
             self._lock = self._create(path, config)
@@ -420,7 +310,7 @@ class Lifecycle(MemoryCore):
         if self._migrated is not None:
             kept = f"; the memory as it was is kept in {backup}" if backup else ""
             self.notes.append(f"{self._migrated}{kept}")
-        newer = _newer_writer(manifest.get("kgagent_version"))
+        newer = newer_writer(manifest.get("kgagent_version"))
         if newer and not read_only:
             self.notes.append(
                 f"{path} was last written by kgagent {newer}, newer than this one "
@@ -434,7 +324,7 @@ class Lifecycle(MemoryCore):
         self.engine = manifest.get("engine", "kuzu")
         wanted = engine_name(self.config.memory.engine)
         if wanted != self.engine:
-            raise MemoryStoreError(_engine_mismatch(self.path, self.engine, wanted))
+            raise MemoryStoreError(engine_mismatch(self.path, self.engine, wanted))
         latest = migrations.latest_version()
         recorded = int(manifest.get("schema_version", 0))
         if recorded > latest:
@@ -443,7 +333,7 @@ class Lifecycle(MemoryCore):
                 "upgrade kgagent to open it"
             )
         self._encoder_refusal(encoder)
-        self.encoder = manifest.get("encoder") or _encoder_dict(encoder)
+        self.encoder = manifest.get("encoder") or encoder_dict(encoder)
         self._set_thresholds()
 
     def _release_lock(self) -> None:
@@ -525,12 +415,12 @@ class Lifecycle(MemoryCore):
                 raise MemoryStoreError(
                     "this memory has no encoder yet; it cannot take features read-only"
                 )
-        elif not _same_encoder(recorded, encoder):
+        elif not same_encoder(recorded, encoder):
             clip_model = self.config.perception.clip_model
             raise EncoderMismatchError(
                 f"this memory was built with encoder {recorded['identity']} ({recorded['dim']}-d)"
-                f"{_built_from(recorded)}; features from {encoder.identity} ({encoder.dim}-d) "
-                f"cannot join it: {_encoder_fix(recorded, encoder, clip_model)}, or start a new memory with "
+                f"{built_from(recorded)}; features from {encoder.identity} ({encoder.dim}-d) "
+                f"cannot join it: {encoder_fix(recorded, encoder, clip_model)}, or start a new memory with "
                 "--memory"
             )
 
@@ -541,7 +431,7 @@ class Lifecycle(MemoryCore):
         if encoder is None:
             return recorded
         if recorded is None:
-            recorded = _encoder_dict(encoder)
+            recorded = encoder_dict(encoder)
             self.manifest["encoder"] = recorded
             write_manifest(self.path, self.manifest)
         return recorded
@@ -588,29 +478,3 @@ class Lifecycle(MemoryCore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _engine_mismatch(path: Path, written: str, wanted: str) -> str:
-    """The one line for a memory of the other engine: how to open it as it is, and the
-    two commands, runnable as printed, that copy it into a memory of ``wanted``."""
-    env = bool(os.environ.get("KGAGENT_ENGINE"))
-    how = (
-        f"KGAGENT_ENGINE={os.environ['KGAGENT_ENGINE']} in the environment chooses the "
-        f"engine (over memory.engine): set it to {written} or unset it"
-        if env
-        else f"set memory.engine={written} (or KGAGENT_ENGINE={written})"
-    )
-
-    def run(engine: str, args: str) -> str:
-        # The variable chooses over --set: where it is set, the commands set it too.
-        if env:
-            return f"KGAGENT_ENGINE={engine} kgagent memory {args}"
-        return f"kgagent memory {args} --set memory.engine={engine}"
-
-    archive = shlex.quote(f"{path}.tar.gz")
-    export = run(written, f"export {archive} --memory {shlex.quote(str(path))}")
-    imported = run(wanted, f"import {archive} --memory {shlex.quote(f'{path}-{wanted}')}")
-    return (
-        f"this memory was written by the {written} engine, not {wanted}; {how}, or copy it "
-        f"into a {wanted} memory: `{export}`, then `{imported}`"
-    )

@@ -41,9 +41,9 @@ from kgagent.memory.diskspace import (
 )
 from kgagent.memory.engine import GraphWriteError, engine_name
 from kgagent.memory.files import ProcessLimitError, read_manifest
-from kgagent.memory.lifecycle import NO_ENCODER_THRESHOLDS
 from kgagent.memory.limits import process_limit
 from kgagent.memory.lock import lock_memory
+from kgagent.memory.manifest_checks import NO_ENCODER_THRESHOLDS
 from kgagent.memory.merge_place import (
     BUILT,
     DestinationGuard,

@@ -9,7 +9,7 @@ apart from the pixels and the text reader, and knows nothing about any program:
 
 * :func:`typed_line`: where a typing step changed the screen, when that is one line of
   text: the box of every changed pixel with its neighbours, widened to the whole text
-  line it lies in on either screen (:func:`~kgagent.perception.reader.line_around`),
+  line it lies in on either screen (:func:`~kgagent.perception.textline.line_around`),
   and holding one row of glyphs that fills it on each screen that shows text there (a
   menu that opened, a world that moved: not one line);
 * :func:`entered`: whether the line's reading after is its reading before with the
@@ -34,7 +34,7 @@ import cv2
 import numpy as np
 
 from kgagent.perception.change import to_gray
-from kgagent.perception.reader import MAX_GLYPH_H, text_lines
+from kgagent.perception.textline import MAX_GLYPH_H, text_lines
 from kgagent.records import label_key
 
 Box = tuple[int, int, int, int]
@@ -53,7 +53,7 @@ def typed_line(
     """The one text line where ``after`` differs from ``before`` (see the module
     docstring); ``None`` when nothing changed, the screens differ in size, or the change
     is not one line of text. ``threshold``: the grey-level difference that is a change;
-    ``around``: :func:`~kgagent.perception.reader.line_around` (or a cache of it);
+    ``around``: :func:`~kgagent.perception.textline.line_around` (or a cache of it);
     ``worth``: asked with the changed box and its neighbours before the line is followed
     (following a line through a picture that passes for text costs tens of ms): ``False``
     ends the search."""

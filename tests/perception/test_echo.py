@@ -9,7 +9,7 @@ import pytest
 
 from kgagent.actions import Operation, text_entry
 from kgagent.perception.echo import Fields, echo, entered, typed_line
-from kgagent.perception.reader import line_around
+from kgagent.perception.textline import line_around
 
 FONT = cv2.FONT_HERSHEY_SIMPLEX
 

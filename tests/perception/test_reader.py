@@ -1,5 +1,5 @@
 """The text reader: rendered text of known content is read, non-text is not, and the
-reader is switchable, cached and bounded (kgagent.perception.reader)."""
+reader is switchable, cached and bounded (kgagent.perception.reader, .textline)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from PIL import Image, ImageDraw, ImageFont
 from kgagent.config import Config
 from kgagent.errors import ConfigError, KGAgentError, WeightsUnavailable
 from kgagent.perception import reader as rd
-from kgagent.perception.reader import NoReader, OcrReader, Reading, make_reader, text_line
+from kgagent.perception import textline as tl
+from kgagent.perception.reader import NoReader, OcrReader, Reading, make_reader
+from kgagent.perception.textline import text_line
 from kgagent.records import control_key, label_key, names_control
 
 WORDS = ["Open", "Close", "Settings", "Cancel", "Next page", "Apply", "Save as", "Quit"]
@@ -233,24 +235,24 @@ def test_a_piece_of_a_label_finds_its_whole_line_and_neighbours_stay_apart():
     (ew, _), _ = cv2.getTextSize("End", R.FONT, 0.6, 1)
     left = 40 + (180 - tw) // 2  # the label's ink starts about here
     piece = (left - 2, 62 - th // 2 - 2, ew + 4, th + 4)  # the box of "End" alone
-    box = rd.line_around(img, piece)
+    box = tl.line_around(img, piece)
     assert box is not None
     x, y, w, h = box
     assert x <= piece[0] and x + w >= left + tw - 2  # the whole "End turn"
     assert x > 40 and x + w < 220  # not past its button
     # A box that holds its whole line, a box without text, and buttons side by side.
-    assert rd.line_around(img, (left - 4, 62 - th // 2 - 4, tw + 8, th + 8)) is None
-    assert rd.line_around(img, (560, 180, 40, 30)) is None
+    assert tl.line_around(img, (left - 4, 62 - th // 2 - 4, tw + 8, th + 8)) is None
+    assert tl.line_around(img, (560, 180, 40, 30)) is None
     (yw, yh), _ = cv2.getTextSize("Yes", R.FONT, 0.6, 1)
     yes = (240 + (120 - yw) // 2 - 2, 62 - yh // 2 - 2, yw + 4, yh + 4)
-    assert rd.line_around(img, yes) is None
+    assert tl.line_around(img, yes) is None
 
 
 def test_the_line_cache_answers_by_the_band_of_rows_around_the_box(monkeypatch):
     img = np.zeros((100, 300, 3), np.uint8)
     calls = []
-    monkeypatch.setattr(rd, "line_around", lambda image, box: calls.append(box) or (1, 2, 3, 4))
-    cache = rd.LineCache(8)
+    monkeypatch.setattr(tl, "line_around", lambda image, box: calls.append(box) or (1, 2, 3, 4))
+    cache = tl.LineCache(8)
     assert cache.around(img, (10, 40, 30, 12)) == (1, 2, 3, 4)
     img[90:, :] = 255  # outside the band: the same answer, not computed again
     assert cache.around(img, (10, 40, 30, 12)) == (1, 2, 3, 4) and len(calls) == 1
