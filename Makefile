@@ -34,21 +34,29 @@ test: system-deps $(STAMP)
 
 setup: $(STAMP)
 
-# A new environment takes about 7 GB (torch's wheels bring the CUDA libraries) and pip's
-# temporary files more while it installs: set-up refuses to start with less free than this,
-# rather than leave a half-written environment behind.
+# A new environment takes about 7 GB (torch's wheels bring the CUDA libraries), and pip's
+# temporary files ($TMPDIR, often the same disk) more while it installs: set-up refuses to
+# start with less than this free where the environment goes, rather than leave a
+# half-written one behind. SETUP_FREE_GB=0 skips the check.
 SETUP_FREE_GB ?= 10
 # An install that failed half-way (a full disk) can leave files pip will not replace.
 REBUILD := run \`make clean setup\` to rebuild it
 
 $(STAMP): pyproject.toml benchmarks/constraints.txt
-	@if ! test -x $(BIN)/python; then \
-	  free=$$(df -Pk "$(dir $(abspath $(VENV)))" | awk 'NR == 2 { print int($$4 / 1048576) }'); \
-	  if [ "$$free" -lt $(SETUP_FREE_GB) ]; then \
-	    echo "error: setting up $(VENV) needs about $(SETUP_FREE_GB) GB free in $(dir $(abspath $(VENV))); $$free GB are free (make SETUP_FREE_GB=N to change the check)" >&2; \
-	    exit 1; \
+	@if ! test -x "$(BIN)/python"; then \
+	  if [ "$(SETUP_FREE_GB)" != 0 ]; then \
+	    d=$$(dirname -- "$(VENV)"); while [ ! -d "$$d" ]; do d=$$(dirname -- "$$d"); done; d=$$(cd -- "$$d" && pwd); \
+	    free=$$(df -Pk -- "$$d" 2>/dev/null | awk 'NR == 2 { print int($$4 / 1048576) }'); \
+	    if [ -z "$$free" ]; then \
+	      echo "error: cannot tell how much space is free in $$d for $(VENV) (make SETUP_FREE_GB=0 skips the check)" >&2; \
+	      exit 1; \
+	    fi; \
+	    if [ "$$free" -lt "$(SETUP_FREE_GB)" ]; then \
+	      echo "error: setting up $(VENV) needs about $(SETUP_FREE_GB) GB free in $$d; $$free GB are free (make SETUP_FREE_GB=N to change the check)" >&2; \
+	      exit 1; \
+	    fi; \
 	  fi; \
-	  $(PYTHON) -m venv $(VENV); \
+	  $(PYTHON) -m venv "$(VENV)"; \
 	fi
 	set -o pipefail; $(BIN)/python -m pip install -q --disable-pip-version-check $(CONSTRAINTS) $(TORCH) 2>&1 | { grep -v "^WARNING: Location" || true; } \
 	  || { echo "error: pip could not install torch into $(VENV) (above); $(REBUILD)" >&2; exit 1; }

@@ -12,12 +12,11 @@ values (``--config`` reads it back); ``json`` is for programs. A command's own o
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
-from kgagent.brain.endpoint import BASE_URL_ENV, shown_url
+from kgagent.brain.endpoint import BASE_URL_ENV, endpoint_url, shown_url
 from kgagent.config import Config, FieldOrigin
 from kgagent.config_fields import show
 
@@ -60,9 +59,11 @@ def config_cmd(config_file: Path | None, overrides: tuple[str, ...], fmt: str) -
 
 def _base_url_from_environment(origin: FieldOrigin, cfg: Config) -> FieldOrigin:
     """``brain.base_url`` unset and ``$OPENAI_BASE_URL`` set: requests go there (the openai
-    SDK's own variable, :func:`kgagent.brain.endpoint.endpoint_url`), so say so, with a
-    password in it masked as everywhere."""
-    url = os.environ.get(BASE_URL_ENV)
-    if origin.name != "brain.base_url" or cfg.brain.base_url or not url:
+    SDK's own variable, read as :func:`kgagent.brain.endpoint.endpoint_url` reads it), so
+    say so, with a password in it masked as everywhere; not for the offline brain."""
+    if origin.name != "brain.base_url" or cfg.brain.base_url or cfg.brain.kind == "offline":
         return origin
-    return FieldOrigin(origin.name, shown_url(url), f"${BASE_URL_ENV} (brain.base_url is unset)")
+    url, source = endpoint_url(cfg.brain)  # a variable that is no http(s) URL: one line
+    if source != f"${BASE_URL_ENV}":
+        return origin
+    return FieldOrigin(origin.name, shown_url(url), f"{source} (brain.base_url is unset)")

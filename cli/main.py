@@ -17,7 +17,7 @@ stop a command the same way: the exception unwinds through its ``finally`` block
 export, import or merge removes its temporaries and leaves its destination as it was; one
 line, and the shell's code for the signal (130, 143, 129). While ``play`` runs its steps
 and ``bench`` its cells they take SIGTERM and SIGHUP their own way (they finish the step
-under way: kgagent/agent/runner.py's ``_StopFlag``, kgagent/bench/grid.py); before and
+under way: kgagent/agent/stopflag.py's ``StopFlag``, kgagent/bench/grid.py); before and
 after, as every command does (a ``play`` stopped while it opens the memory or starts its
 program closes both, and removes a memory it had just created).
 """
@@ -165,7 +165,7 @@ class _StopSignals:
 
     def taken(self, signum: int) -> None:
         """The command stopped on ``signum`` its own way (``play``'s run finished its step:
-        kgagent/agent/runner.py's ``_StopFlag`` tells the handler it replaced): a later
+        kgagent/agent/stopflag.py's ``StopFlag`` tells the handler it replaced): a later
         SIGTERM or SIGHUP is ignored, so that the run's summary is still printed and the
         exit code stays the first signal's."""
         if self.signum is None and self.taken_signum is None:

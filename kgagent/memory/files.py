@@ -33,20 +33,25 @@ _MEMORY_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_.:-]{0,127}")
 
 
 #: Bytes of a name kept in the names of the temporaries and staging folders made beside
-#: it: the longest suffix added (``.import~`` and 12 hex digits; ``mkstemp``'s 8 letters
-#: and ``.tmp``; ``.merge.lock``) keeps them within the 255 bytes a file name may have.
-SIDE_NAME_MAX = 200
+#: it: the longest suffix added (``.`` before, ``.import~`` and 12 hex digits after: 21
+#: bytes) keeps them within the 255 bytes a file name may have; ``mkstemp``'s (14) and a
+#: merge's (``.merge-`` and 8 letters: 16) are shorter.
+SIDE_NAME_MAX = 255 - 21
 
 
 def side_name(name: str) -> str:
-    """``name`` as the files made beside it spell it: itself, or for a longer name (up to
-    255 bytes is a valid name, with no room left for a suffix) its first bytes and a
-    digest of the whole, so that two long names still have their own temporaries."""
+    """``name`` as the files made beside it spell it: itself (every name that fits, so the
+    leftovers of any run are found by it), or for a longer one its first bytes, cut at a
+    character's boundary, and a digest of the whole, so that two long names still have
+    their own temporaries."""
     raw = os.fsencode(name)
     if len(raw) <= SIDE_NAME_MAX:
         return name
+    cut = SIDE_NAME_MAX - 13
+    while cut > 0 and raw[cut] & 0xC0 == 0x80:  # not inside a UTF-8 character
+        cut -= 1
     digest = hashlib.sha256(raw).hexdigest()[:12]
-    return f"{os.fsdecode(raw[: SIDE_NAME_MAX - 13])}~{digest}"
+    return f"{os.fsdecode(raw[:cut])}~{digest}"
 
 
 def umask() -> int:

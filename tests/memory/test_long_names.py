@@ -27,8 +27,11 @@ def test_a_short_name_is_kept_and_a_long_one_is_shortened_to_its_own() -> None:
     assert side_name("m" * SIDE_NAME_MAX) == "m" * SIDE_NAME_MAX
     a, b = side_name("m" * 250), side_name("m" * 249 + "n")
     assert a != b and len(os.fsencode(a)) <= SIDE_NAME_MAX
-    # a name cut inside a character, or with bytes that are not UTF-8, round-trips
-    odd = os.fsdecode(b"\xff" + "é".encode() * 120)
+    # a name of two-byte characters is cut between two of them: printable text stays so
+    for n in (118, 119, 127):
+        shown = side_name("é" * n)
+        assert shown.encode("utf-8") and len(os.fsencode(shown)) <= SIDE_NAME_MAX, n
+    odd = os.fsdecode(b"\xff" + "é".encode() * 120)  # bytes that are not UTF-8: kept as such
     assert len(os.fsencode(side_name(odd))) <= SIDE_NAME_MAX
 
 
