@@ -116,6 +116,7 @@ def _export(
         payload: dict[str, bytes] = {}
         meta_tables: dict[str, Any] = {}
         state_revs: dict[str, int] = {}
+        named: set[str] = set()  # the blobs the graph names: thumbnails and crops
         with db.transaction(read_only=True):
             for name, kind in tables:
                 tab, types = _export_table(db, name, kind)
@@ -123,6 +124,8 @@ def _export(
                     state_revs = dict(
                         zip(tab.column("id").to_pylist(), tab.column("feature_rev").to_pylist())
                     )
+                for column in _BLOB_COLUMNS.get(name, ()):
+                    named.update(b for b in tab.column(column).to_pylist() if b)
                 member = f"graph/{'nodes' if kind == 'NODE' else 'rels'}/{name}.parquet"
                 payload[member] = _parquet_bytes(tab)
                 meta_tables[name] = {
@@ -141,6 +144,13 @@ def _export(
         blob_dir = mem.blobs.directory
     finally:
         mem.close()
+    lacking = sorted(named - set(blobs))
+    if lacking:  # an import refuses such an archive: a backup that cannot be restored
+        raise ArchiveError(
+            f"the memory lacks {len(lacking)} blob(s) its graph names (e.g. {lacking[0]} in "
+            f"{blob_dir}), so an archive of it could not be imported: restore blobs/ from "
+            "where the memory was copied from (`kgagent memory check` lists the checks)"
+        )
 
     meta = {
         "format": ARCHIVE_FORMAT,
@@ -281,8 +291,10 @@ def _export_vectors(path: Path, encoder: dict | None, revs: dict[str, int]) -> p
     missing = [s for s in revs if s not in pick]
     if missing:
         raise ArchiveError(
-            f"{len(missing)} state(s) have no committed vector (e.g. {missing[0]}); "
-            "run `kgagent memory check` (and open the memory read-write once to repair it)"
+            f"{len(missing)} state(s) have no committed vector (e.g. {missing[0]}): the memory "
+            "was copied while an agent wrote it, or its vectors/ comes from another moment, "
+            "and no repair brings a lost vector back; export the memory it was copied from, "
+            'or a copy taken while no agent ran (docs/reliability.md, "Backups")'
         )
     order = sorted(pick)
     rows = np.asarray([pick[s] for s in order], dtype=np.int64)
@@ -296,6 +308,10 @@ def _export_vectors(path: Path, encoder: dict | None, revs: dict[str, int]) -> p
         ],
         schema=vector_schema(dim),
     )
+
+
+#: The columns that name blobs (content hashes of PNGs in ``blobs/``), per node table.
+_BLOB_COLUMNS = {"State": ("thumbnail",), "Object": ("crop",)}
 
 
 def _read_blob(blob_dir: Path, blob: str) -> bytes:

@@ -382,6 +382,9 @@ class Lifecycle(MemoryCore):
             )
             if not self.read_only:  # repair crash leftovers now; readers load on first use
                 self._load_vectors()
+                lost = int(self._consistency.get("missing_vectors", 0))
+                if lost:
+                    self.notes.append(lost_vectors(self.path, lost))
         # The parts' caches (skills.py, objects.py), then the id sequences from the counts.
         try:
             self._load_skill_cache()
@@ -478,3 +481,14 @@ class Lifecycle(MemoryCore):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def lost_vectors(path: Path, count: int) -> str:
+    """What states without their vector mean, and what restores them (no repair can: the
+    feature was never stored where the graph says)."""
+    return (
+        f"{count} state(s) of {path} have no vector: the memory was copied while an agent "
+        "wrote it, or its vectors/ comes from another moment. Screens are never matched to "
+        "them (the agent learns those screens again); an export, or a copy taken while no "
+        'agent ran, keeps every vector (docs/reliability.md, "Backups")'
+    )

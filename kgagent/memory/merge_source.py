@@ -206,8 +206,9 @@ def _read(path: Path, label: str, memory_id: str, merged: list[str], cfg: Config
         missing = mem.consistency.get("missing_vectors", 0)
         if missing:
             raise MergeError(
-                f"{label} has {missing} state(s) without their vector; "
-                f"run `kgagent memory check --memory {shell_word(label)}` first"
+                f"{label} has {missing} state(s) without their vector (`kgagent memory check "
+                f"--memory {shell_word(label)}`): it was copied while an agent wrote it; merge "
+                'the memory it was copied from (docs/reliability.md, "Backups")'
             )
         src = Source(label, memory_id, mem.encoder, merged, blobs=BlobStore(path / BLOBS))
         src.rows = {key: mem.run_named(q) for key, q in TABLES.items()}

@@ -225,6 +225,21 @@ def test_export_never_replaces_what_is_not_a_regular_file(source, tmp_path: Path
         export_memory(pop.path, Path(""))
 
 
+def test_export_refuses_a_memory_whose_blobs_are_missing(template: Path, tmp_path: Path) -> None:
+    """A memory copied without some of its blobs (an rsync of a running agent) exported
+    without a word, and import refused the archive: a backup that could not be restored."""
+    mem = tmp_path / "copy"
+    shutil.copytree(template, mem)
+    gone = sorted((mem / "blobs").glob("??/*.png"))[0]
+    gone.unlink()
+    out = tmp_path / "backup.kgmem.tar.gz"
+    with pytest.raises(ArchiveError) as e:
+        export_memory(mem, out)
+    assert str(e.value).startswith(f"the memory lacks 1 blob(s) its graph names (e.g. {gone.stem}")
+    assert "could not be imported" in str(e.value)
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["copy"]
+
+
 def _corrupt(a: Path, d: Path) -> Path:
     p = d / "corrupt.tar.gz"
     data = bytearray(a.read_bytes())

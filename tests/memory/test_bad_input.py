@@ -21,6 +21,7 @@ from kgagent.memory import EncoderSpec, Memory, archive_verify
 from kgagent.memory.archive import export_memory, import_memory
 from kgagent.memory.engine import engine_name
 from kgagent.memory.files import BlobStore, write_manifest
+from kgagent.memory.lifecycle import lost_vectors
 
 from .conftest import ENC, populate, tree_hash
 
@@ -233,7 +234,9 @@ def test_rows_written_by_hand_are_reported_not_a_traceback(tmp_path: Path) -> No
     with Memory.open(path, Config(), read_only=True) as m:
         rows = {r["check"]: r for r in m.check()}
         assert rows["states_without_vector"]["count"] == 1
-    Memory.open(path, Config(), encoder=ENC).close()  # a writer opens it too
+    with Memory.open(path, Config(), encoder=ENC) as m:  # a writer opens it too, and says
+        assert m.notes == [lost_vectors(path, 1)]
+        assert "1 state(s) of" in m.notes[0] and "an export" in m.notes[0]
     with Memory.open(path, Config(), encoder=ENC) as m:
         m.cypher("CREATE (:Object {id: 'o-by-hand'})", write=True)
     with pytest.raises(MemoryStoreError, match="cannot read.*--write"):
