@@ -8,7 +8,7 @@ import glob
 import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -117,7 +117,9 @@ def step_logs(patterns: Iterable[str]) -> list[str]:
 _STEP_LINE, _SUMMARY_LINE = '{"type": "step"', '{"type": "summary"'
 
 
-def unfinished_run_note(folder: str | Path, memory: str | Path) -> str | None:
+def unfinished_run_note(
+    folder: str | Path, memory: str | Path, states: Callable[[], set[str]] | None = None
+) -> str | None:
     """The line a run prints when it starts, if the previous run on ``memory`` ended
     without its summary line; None when it has one (or there is none).
 
@@ -127,7 +129,10 @@ def unfinished_run_note(folder: str | Path, memory: str | Path) -> str | None:
     so that run is not still going on. What a kill loses is docs/reliability.md's: the
     steps a log holds were committed before their lines were written, and are kept.
     ``folder``: where the run writes its step log (the memory's ``runs/``, or
-    ``run.log_dir``, where only the logs of ``memory`` count).
+    ``run.log_dir``, where only the logs of ``memory`` count). ``states``: the memory's
+    state ids, asked only for such a log: when states its steps name are not among them
+    (a memory put back from a copy older than its log, a copy without ``graph.db.wal``),
+    the note says that what those steps learned is gone instead of that it was kept.
     """
     from kgagent.rounds import log_order
 
@@ -143,8 +148,33 @@ def unfinished_run_note(folder: str | Path, memory: str | Path) -> str | None:
         if summary:
             return None
         show = f"{shell_word(path.name)} --memory {shell_word(memory)}" if own else shell_word(path)
-        return _unfinished_line(path if not own else Path(path.name), header, steps, path, show)
+        named = _logged_states(path) if states is not None and steps else set()
+        lost = len(named - states()) if named and states is not None else 0
+        shown = path if not own else Path(path.name)
+        return _unfinished_line(shown, header, steps, path, show, lost, len(named))
     return None
+
+
+def _logged_states(path: Path) -> set[str]:
+    """The state ids a step log's complete step lines name (where a step began and where
+    each of its executions went)."""
+    named: set[str] = set()
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not (line.endswith("\n") and line.startswith(_STEP_LINE)):
+                    continue
+                try:
+                    d = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                named.add(d.get("state_id"))
+                for e in d.get("executions") or []:
+                    if isinstance(e, dict):
+                        named.update((e.get("from_state"), e.get("to_state")))
+    except OSError:
+        return set()
+    return {s for s in named if isinstance(s, str) and s}
 
 
 def _log_outline(path: Path) -> tuple[dict[str, Any], int, bool] | None:
@@ -170,7 +200,15 @@ def _log_outline(path: Path) -> tuple[dict[str, Any], int, bool] | None:
     return header, steps, summary
 
 
-def _unfinished_line(shown: Path, header: dict[str, Any], steps: int, path: Path, show: str) -> str:
+def _unfinished_line(
+    shown: Path,
+    header: dict[str, Any],
+    steps: int,
+    path: Path,
+    show: str,
+    lost: int = 0,
+    named: int = 0,
+) -> str:
     started = str(header.get("started") or "").replace("T", " ") or "?"
     try:
         zone = datetime.fromisoformat(started).tzinfo  # the run's UTC offset, if it says
@@ -184,9 +222,16 @@ def _unfinished_line(shown: Path, header: dict[str, Any], steps: int, path: Path
     if last[:10] == started[:10]:
         last = last[11:]
     did = f"after {steps} step{'' if steps == 1 else 's'}" if steps else "before its first step"
+    kept = (
+        "What it committed is kept (every step in its log is in the memory; a kill loses at "
+        "most the step it was in)"
+        if not lost
+        else f"Yet {lost} of the {named} states its steps name are not in the memory: the "
+        "memory is older than its log (put back from a copy, or copied without "
+        "graph.db.wal), and what those steps learned is gone"
+    )
     return (
         f"note: the previous run on this memory, {shown} (started {started}, last written "
-        f"{last}), has no summary line: it was killed, or died, {did}. What it committed "
-        "is kept (every step in its log is in the memory; a kill loses at most the step it "
-        f"was in); `kgagent runs show {show}` summarises it"
+        f"{last}), has no summary line: it was killed, or died, {did}. {kept}; "
+        f"`kgagent runs show {show}` summarises it"
     )

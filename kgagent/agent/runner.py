@@ -212,7 +212,9 @@ class Runner:
             for note in mem.notes:
                 self.log(note)
             # a previous run killed before its summary (we hold the writer's lock: not running)
-            if not created and (note := unfinished_run_note(self.log_dir(), self.memory_path)):
+            if not created and (
+                note := unfinished_run_note(self.log_dir(), self.memory_path, _ids(mem))
+            ):
                 self.log(note)
             env = self._make_env()
             restart = env.restarts if cfg.run.restart is None else cfg.run.restart
@@ -482,6 +484,11 @@ def _shown_config(cfg: Config) -> dict[str, Any]:
     if brain.get("base_url"):
         brain["base_url"] = shown_url(brain["base_url"])
     return d
+
+
+def _ids(mem: Any) -> Callable[[], set[str]]:
+    """The memory's state ids, read when asked (a killed run's note checks its log by them)."""
+    return lambda: {r["id"] for r in mem.run_named("state_revisions")}
 
 
 def _bound(env: Any) -> str | None:

@@ -159,3 +159,29 @@ def test_a_step_line_a_kill_cut_short_is_not_counted(tmp_path) -> None:
     note = unfinished_run_note(runs, tmp_path / "mem")
     assert note is not None and "after 2 steps" in note  # as `kgagent runs show` counts them
     assert len(read_log(runs / "20260101-120000-toy-0.jsonl")[1]) == 2
+
+
+def test_a_memory_older_than_its_killed_log_is_not_said_to_keep_its_steps(cfg, tmp_path) -> None:
+    """A memory put back from a copy taken before its last run (or copied without
+    graph.db.wal) lacks states that run's log names: the note said every step was kept."""
+    mem = tmp_path / "mem"
+    first = toy_runner(cfg, mem, ToyEnv()).run(3)
+    _unfinished(Path(first.log_path))
+    _, steps, _ = read_log(first.log_path)
+    named = {s["state_id"] for s in steps} | {
+        x for s in steps for e in s["executions"] for x in (e["from_state"], e["to_state"])
+    }
+    kept = unfinished_run_note(mem / "runs", mem, lambda: set(named))
+    assert kept is not None and "What it committed is kept" in kept
+    gone = sorted(named)[:1]
+    older = unfinished_run_note(mem / "runs", mem, lambda: set(named) - set(gone))
+    assert older is not None and "What it committed is kept" not in older
+    assert f"Yet 1 of the {len(named)} states its steps name are not in the memory" in older
+    from kgagent.memory import Memory
+
+    with Memory.open(mem, cfg, read_only=False) as m:  # the graph of an older copy
+        m.cypher(f"MATCH (s:State {{id: '{gone[0]}'}}) DETACH DELETE s", write=True)
+    said: list[str] = []  # a run on that memory checks its log against the graph
+    toy_runner(cfg, mem, ToyEnv(), said.append).run(1)
+    (note,) = [s for s in said if "previous run" in s]
+    assert "Yet 1 of the" in note and "what those steps learned is gone" in note
