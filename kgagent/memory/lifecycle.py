@@ -126,8 +126,14 @@ def _create_by_rename(path: Path, manifest: dict[str, Any]) -> HeldLock | None:
 
 def _probe_writable(path: Path) -> None:
     """Refuse a read-write open of a memory whose directories cannot take new files
-    (a read-only mount, ``chattr +i``), before a step half-writes into it."""
-    for d in (path, path / VECTORS, path / BLOBS):
+    (a read-only mount, ``chattr +i``), before a step half-writes into it: the memory's
+    folder, ``vectors/``, ``blobs/`` and each of its two-digit folders (a step writes a
+    new thumbnail or crop into one of them)."""
+    try:
+        blob_folders = sorted(d for d in (path / BLOBS).glob("??") if d.is_dir())
+    except OSError:  # blobs/ unreadable: a read-write open says so when it lists them
+        blob_folders = []
+    for d in (path, path / VECTORS, path / BLOBS, *blob_folders):
         if not d.is_dir():
             continue
         try:

@@ -129,6 +129,26 @@ def test_read_only_places_are_refused_before_anything_is_written(good, tmp_path:
     assert not any(parent.iterdir())
 
 
+def test_a_read_only_blob_folder_is_refused_at_open(tmp_path: Path) -> None:
+    """A step writes its thumbnail into blobs/<2 hex>/: one such folder made read-only was
+    found only by a step (`steps 0 (error)`, `Permission denied: …/.tmp`), not at open."""
+    if os.geteuid() != 0:
+        pytest.skip("making a directory read-only needs root here")
+    import numpy as np
+
+    victim = tmp_path / "victim"
+    with Memory.open(victim, Config(), encoder=ENC) as m:
+        m.merge_or_create_state(np.eye(16)[0], thumbnail=np.zeros((8, 8, 3), np.uint8))
+    (folder,) = sorted((victim / "blobs").glob("??"))
+    from kgagent.errors import MemoryStoreError
+
+    with read_only(folder), pytest.raises(MemoryStoreError) as e:
+        Memory.open(victim, Config(), encoder=ENC)  # as `kgagent play` opens it
+    assert str(e.value).startswith(f"the memory at {victim} cannot be written ({folder}:")
+    with Memory.open(victim, Config(), read_only=True) as m:  # a reader is not refused
+        assert m.stats().nodes == 1
+
+
 def test_usage_errors_are_one_line_exit_2() -> None:
     for args in (
         ["query", "--limit", "-1", "RETURN 1"],
