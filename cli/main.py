@@ -24,6 +24,7 @@ program closes both, and removes a memory it had just created).
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
@@ -47,8 +48,24 @@ def describe_error(e: BaseException) -> str:
     """One line for an error a user can act on."""
     if isinstance(e, OSError) and e.strerror:
         where = e.filename if e.filename is not None else ""
-        return _one_line(f"{e.strerror}: {where}" if where else e.strerror)
+        line = _one_line(f"{e.strerror}: {where}" if where else e.strerror)
+        return line + _gone_cwd(e)
     return _one_line(str(e)) or type(e).__name__
+
+
+def _gone_cwd(e: OSError) -> str:
+    """A hint when the error is a relative path under a working directory that was deleted
+    (``os.getcwd()`` fails too): the path was fine, the place it is relative to is gone."""
+    if e.errno != errno.ENOENT or (e.filename is not None and os.path.isabs(e.filename)):
+        return ""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return (
+            " (the current directory was deleted: a relative path cannot be found from it; "
+            "cd to an existing directory or give absolute paths)"
+        )
+    return ""
 
 
 def out_of_memory(e: MemoryError) -> str:

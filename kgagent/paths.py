@@ -14,16 +14,36 @@ from pathlib import Path
 
 import platformdirs
 
+from kgagent.errors import ConfigError
+
 
 def default_memory_path() -> Path:
     env = os.environ.get("KGAGENT_MEMORY")
     if env:
-        return Path(env).expanduser()
-    return Path(platformdirs.user_data_dir("kgagent", appauthor=False)) / "memory"
+        return _expanded(env, "$KGAGENT_MEMORY")
+    try:
+        return Path(platformdirs.user_data_dir("kgagent", appauthor=False)) / "memory"
+    except RuntimeError:  # no $HOME, and a user id without a passwd entry (a container's)
+        raise ConfigError(
+            "no home directory for the default memory (~/.local/share/kgagent/memory): "
+            "$HOME is unset and this user has no entry in the password database; pass "
+            "--memory DIR, or set $KGAGENT_MEMORY, $XDG_DATA_HOME or $HOME"
+        ) from None
 
 
 def resolve_memory_path(path: str | os.PathLike | None) -> Path:
-    return Path(path).expanduser() if path else default_memory_path()
+    return _expanded(path, "--memory") if path else default_memory_path()
+
+
+def _expanded(path: str | os.PathLike, given: str) -> Path:
+    """``path`` with a leading ``~`` expanded; one line when there is no home to expand it to."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        raise ConfigError(
+            f"{given} {str(path)!r} starts with ~, and this user has no home directory "
+            "($HOME is unset, no password database entry): give an absolute path"
+        ) from None
 
 
 def shell_word(path: str | os.PathLike) -> str:
@@ -39,8 +59,22 @@ def read_refused(e: OSError, where: Path, *, recursive: bool = False) -> tuple[s
     why = (e.strerror or type(e).__name__).lower()
     if e.errno not in (errno.EACCES, errno.EPERM):
         return why, "check the disk it is on"
-    mode = "-R u+rwX" if recursive else "u+rwx"
-    return why, (
-        "run kgagent as its owner, or let this user read it "
+    return why, permission_fix(where, recursive=recursive)
+
+
+def permission_fix(where: Path, *, recursive: bool = False, write: bool = False) -> str:
+    """The ``chmod`` that lets this user in: on its own folder (closed to its owner) the
+    owner's bits; on another user's, the group's and others' (its owner must run it)."""
+    try:
+        own = os.stat(where).st_uid == os.geteuid()
+    except OSError:
+        own = False
+    if own:
+        mode = "-R u+rwX" if recursive else "u+rwx"
+        return f"it is this user's: chmod {mode} {shell_word(where)}"
+    bits = "rwX" if write else "rX"
+    mode = f"-R go+{bits}" if recursive else f"go+{bits.lower()}"
+    return (
+        f"run kgagent as its owner, or let this user {'write' if write else 'read'} it "
         f"(its owner: chmod {mode} {shell_word(where)})"
     )

@@ -114,6 +114,15 @@ class GraphDB:
         commit_timeout: float = 0.0,
         lenient_wal: bool = False,
     ) -> None:
+        try:
+            str(path).encode("utf-8")  # what the engine's binding takes
+        except UnicodeEncodeError:
+            raise MemoryStoreError(
+                f"the path {str(path).encode('utf-8', 'backslashreplace').decode()} cannot "
+                "be handed to the graph engine: it holds bytes that are not UTF-8 in this "
+                "locale (LC_ALL=C with PYTHONUTF8=0?); use a UTF-8 locale, PYTHONUTF8=1, "
+                "or a path of ASCII letters"
+            ) from None
         self.engine = engine
         self.path = path
         self.read_only = read_only

@@ -45,7 +45,7 @@ from kgagent.errors import MemoryStoreError
 from kgagent.memory.exact_index import ExactIndex
 from kgagent.memory.journal import VectorJournal
 from kgagent.memory.limits import limit_in_message
-from kgagent.paths import shell_word
+from kgagent.paths import permission_fix
 
 _T = TypeVar("_T")
 
@@ -115,11 +115,8 @@ def _denied_line(e: BaseException, what: str, directory: Path) -> str | None:
     reads = what.startswith(("open", "read", "list")) and place is not None
     verb = "read" if reads else "written"  # all of it readable: a write was refused
     on = f": {place} is refused" if place is not None and place != directory else ""
-    line = (
-        f"the vectors folder {directory} cannot be {verb} (permission denied{on}); run "
-        f"kgagent as its owner, or let this user {'read' if verb == 'read' else 'write'} it "
-        f"(its owner: chmod -R u+rwX {shell_word(directory)})"
-    )
+    fix = permission_fix(directory, recursive=True, write=verb != "read")
+    line = f"the vectors folder {directory} cannot be {verb} (permission denied{on}); {fix}"
     return line + "; nothing was changed" if verb == "read" else line
 
 

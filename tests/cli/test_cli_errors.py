@@ -280,3 +280,27 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(
     line = one_error_line(run(*args), 2)
     assert "the path is empty" in line, line
     assert list(tmp_path.iterdir()) == []  # nothing made here
+
+
+def test_a_relative_path_under_a_deleted_working_directory_says_so(monkeypatch) -> None:
+    """`play --memory relmem` from a folder deleted meanwhile said only "No such file or
+    directory": the path was fine, the folder it is relative to was gone."""
+    import errno
+    import os
+
+    from kgagent.cli.main import describe_error
+
+    gone = OSError(errno.ENOENT, "No such file or directory")
+    assert describe_error(gone) == "No such file or directory"  # a working directory is here
+
+    def deleted() -> str:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+
+    monkeypatch.setattr(os, "getcwd", deleted)
+    assert describe_error(gone).endswith(
+        "(the current directory was deleted: a relative path "
+        "cannot be found from it; cd to an existing directory "
+        "or give absolute paths)"
+    )
+    absolute = OSError(errno.ENOENT, "No such file or directory", "/nowhere/x")
+    assert describe_error(absolute) == "No such file or directory: /nowhere/x"

@@ -50,11 +50,14 @@ def refuse(monkeypatch: pytest.MonkeyPatch, closed: Path) -> None:
     monkeypatch.setattr(os, "scandir", scandir)
 
 
-def expected(runs: Path) -> str:
-    return (
-        f"error: the step log folder {runs} cannot be read (permission denied); run kgagent "
-        f"as its owner, or let this user read it (its owner: chmod u+rwx {runs})"
+def expected(runs: Path, *, own: bool) -> str:
+    """Its own folder closed to it: the owner's bits; another user's: the others' bits."""
+    fix = (
+        f"it is this user's: chmod u+rwx {runs}"
+        if own
+        else f"run kgagent as its owner, or let this user read it (its owner: chmod go+rx {runs})"
     )
+    return f"error: the step log folder {runs} cannot be read (permission denied); {fix}"
 
 
 @pytest.mark.parametrize(
@@ -71,7 +74,7 @@ def test_runs_names_an_unreadable_runs_folder(
     refuse(monkeypatch, runs)
     res = run("runs", *args, "--memory", str(memory))
     assert res.exit_code == 1, res.output
-    assert res.output.strip().splitlines() == [expected(runs)]
+    assert res.output.strip().splitlines() == [expected(runs, own=True)]
 
 
 def test_runs_list_of_a_readable_runs_folder_is_unchanged(tmp_path: Path) -> None:
@@ -103,4 +106,4 @@ def test_runs_as_another_user_names_the_closed_runs_folder(command: str) -> None
         runs.chmod(0o755)
         shutil.rmtree(top)
     assert res.returncode == 1, res.stdout
-    assert res.stderr.strip().splitlines() == [expected(runs)]
+    assert res.stderr.strip().splitlines() == [expected(runs, own=False)]

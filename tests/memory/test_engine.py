@@ -220,3 +220,15 @@ def test_a_memory_of_the_other_engine_is_moved_by_running_the_advice_as_printed(
     with Memory.open(tmp_path / f"a memory-{this}", Config(), read_only=True) as m:
         assert m.manifest["engine"] == this
         assert m.cypher("MATCH (s:State) RETURN count(s) AS n")[0]["n"] == 3
+
+
+def test_a_path_the_engine_cannot_take_is_one_line(tmp_path: Path) -> None:
+    """A file name with bytes that are not UTF-8 (or any non-ASCII name under LC_ALL=C with
+    PYTHONUTF8=0) reached the engine's binding and failed there, in a traceback."""
+    import os
+
+    odd = tmp_path / os.fsdecode(b"m\xe9moire") / "graph.db"
+    with pytest.raises(MemoryStoreError, match=r"cannot be handed to the graph engine") as e:
+        GraphDB(odd, engine_name(Config().memory.engine))
+    assert "m\\udce9moire" in str(e.value) and "\n" not in str(e.value)
+    assert not odd.parent.exists()

@@ -107,7 +107,7 @@ def test_lancedb_refusing_the_vectors_folder_is_one_line_naming_it(
             raise ValueError(LANCE_DENIED.replace("{dir}", str(folder)))
     line = str(caught.value)
     assert line.startswith(f"the vectors folder {folder} cannot be read (permission denied);")
-    assert "chmod -R u+rwX" in line and "nothing was changed" in line
+    assert "it is this user's: chmod -R u+rwX" in line and "nothing was changed" in line
     assert "{" not in line and len(line) - 2 * len(str(folder)) < 200  # no Rust structures
 
 
@@ -210,7 +210,7 @@ def test_memory_check_of_unreadable_blobs_says_so_as_another_user(played: Path) 
     assert res.stderr.strip().splitlines() == [
         f"error: the blobs folder {blobs} cannot be read (permission denied), so whether blobs "
         "are missing or damaged cannot be checked; run kgagent as its owner, or let "
-        f"this user read it (its owner: chmod -R u+rwX {blobs}); nothing was changed"
+        f"this user read it (its owner: chmod -R go+rX {blobs}); nothing was changed"
     ]
 
 
@@ -224,6 +224,6 @@ def test_unreadable_vectors_are_one_line_as_another_user(played: Path, command: 
     assert res.returncode == 1
     assert res.stderr.strip().splitlines() == [
         f"error: the vectors folder {vectors} cannot be read (permission denied); run kgagent "
-        "as its owner, or let this user read it (its owner: chmod -R u+rwX "
+        "as its owner, or let this user read it (its owner: chmod -R go+rX "
         f"{vectors}); nothing was changed"
     ]
