@@ -231,7 +231,7 @@ class Runner:
                 player_rng(cfg.run.seed),
                 reader=self._reader,
             )
-            target = env.describe_target() if hasattr(env, "describe_target") else None
+            target = _bound(env)
             if target:
                 self.log(f"{env.name}: acting on {target}")
             screen = self._screen(env)
@@ -330,7 +330,7 @@ class Runner:
                     summary.error = error
                     summary.log_path = str(log_path)
                     summary.memory_path = str(self.memory_path)
-                    summary.target = _bound(env) or target  # restarts bind a new window
+                    summary.target = _bound(env)  # the last start's window (restarts rebind)
                     closing: KGAgentError | None = None
                     if error is None:  # the memory's last checkpoint is part of the run
                         try:
