@@ -35,6 +35,7 @@ from kgagent.memory.archive_format import (
     SUMS,
     VECTORS_MEMBER,
     Progress,
+    blob_ids,
     columns_query,
     export_query,
     noop,
@@ -124,8 +125,7 @@ def _export(
                     state_revs = dict(
                         zip(tab.column("id").to_pylist(), tab.column("feature_rev").to_pylist())
                     )
-                for column in _BLOB_COLUMNS.get(name, ()):
-                    named.update(b for b in tab.column(column).to_pylist() if b)
+                named |= blob_ids(name, tab)
                 member = f"graph/{'nodes' if kind == 'NODE' else 'rels'}/{name}.parquet"
                 payload[member] = _parquet_bytes(tab)
                 meta_tables[name] = {
@@ -308,10 +308,6 @@ def _export_vectors(path: Path, encoder: dict | None, revs: dict[str, int]) -> p
         ],
         schema=vector_schema(dim),
     )
-
-
-#: The columns that name blobs (content hashes of PNGs in ``blobs/``), per node table.
-_BLOB_COLUMNS = {"State": ("thumbnail",), "Object": ("crop",)}
 
 
 def _read_blob(blob_dir: Path, blob: str) -> bytes:

@@ -60,6 +60,21 @@ MAX_TRAILING_BYTES = 1 << 20
 Progress = Callable[[str], None]
 
 
+#: The columns that name blobs (content hashes of PNGs in ``blobs/``), per node table.
+BLOB_COLUMNS = {"State": ("thumbnail",), "Object": ("crop",)}
+
+
+def blob_ids(table: str, tab: pa.Table) -> set[str]:
+    """The blob ids a table's rows name (its :data:`BLOB_COLUMNS`; empty cells are none)."""
+    return {
+        b
+        for col in BLOB_COLUMNS.get(table, ())
+        if col in tab.column_names
+        for b in tab.column(col).to_pylist()
+        if b
+    }
+
+
 def member_cap(name: str) -> int:
     """The largest size a member of this name may have."""
     if name.startswith("blobs/"):

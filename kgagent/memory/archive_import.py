@@ -34,6 +34,7 @@ from kgagent.memory.archive_format import (
     META,
     VECTORS_MEMBER,
     Progress,
+    blob_ids,
     load_query,
     noop,
     vector_schema,
@@ -323,9 +324,7 @@ def _load_tables(
             state_revs = dict(
                 zip(tab.column("id").to_pylist(), tab.column("feature_rev").to_pylist())
             )
-        for col, owner in (("thumbnail", "State"), ("crop", "Object")):
-            if name == owner and col in tab.column_names:
-                blob_refs.update(b for b in tab.column(col).to_pylist() if b)
+        blob_refs |= blob_ids(name, tab)
         if tab.num_rows:
             q = load_query(name)
             if q not in queries.load_all():
