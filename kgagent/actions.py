@@ -58,10 +58,11 @@ class Action:
         return pts
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields that are set; a coordinate of 0 (the target's left or top edge) is kept."""
         return {
             k: v
             for k in self.__dataclass_fields__
-            if (v := getattr(self, k)) is not None and v != 0 or k == "kind"
+            if (v := getattr(self, k)) is not None and not (k == "scroll" and v == 0)
         }
 
     @classmethod

@@ -53,6 +53,9 @@ def splice(text: str, table: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if __doc__ is None:  # python -OO strips the docstrings the tables are made of
+        print("error: the config docs are made from docstrings: run without -OO", file=sys.stderr)
+        return 2
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/config.md is stale")
     ap.add_argument("--doc", type=Path, default=DOC, help="the Markdown file to update")

@@ -47,3 +47,17 @@ def test_action_points_and_validation():
         Action("click", x=1)
     with pytest.raises(ValueError):
         Operation.from_dict({"object_id": "o-1"})
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        Action("click", x=0, y=0),
+        Action("drag", x=10, y=10, x2=0, y2=40),
+        Action("scroll", x=0, y=5, scroll=-1),
+    ],
+)
+def test_a_coordinate_at_the_targets_edge_survives_the_step_log(action):
+    d = json.loads(json.dumps(action.to_dict()))
+    assert Action.from_dict(d) == action
+    assert "scroll" not in Action("click", x=0, y=0).to_dict()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 
@@ -582,3 +584,15 @@ def test_the_doc_tool_without_docs_is_one_line(tmp_path, capsys) -> None:
     assert main(["--check", "--doc", str(tmp_path / "config.md")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: cannot read ") and "checkout" in err[0]
+
+
+def test_the_doc_tool_under_python_oo_is_one_line() -> None:
+    """`python -OO` strips the docstrings the tables are made of: one line, exit 2."""
+    out = subprocess.run(
+        [sys.executable, "-OO", "-m", "kgagent.config_doc", "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == "error: the config docs are made from docstrings: run without -OO"
