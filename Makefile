@@ -20,7 +20,7 @@ CONSTRAINTS := -c benchmarks/constraints.txt
 endif
 # Debian packages the tests use: a real X server, X tools, a small window manager, programs
 # no one here wrote, a headless browser for `kgagent view`, and the sandbox docs/games.md advises.
-APT_PACKAGES := xvfb x11-apps x11-utils xterm evilwm chromium chromium-driver bubblewrap
+APT_PACKAGES := xvfb x11-apps x11-utils xterm evilwm chromium chromium-driver bubblewrap locales
 
 .PHONY: play test setup system-deps lint format bench docs-screenshots clean
 
@@ -67,7 +67,7 @@ $(STAMP): pyproject.toml benchmarks/constraints.txt
 	touch $(STAMP)
 
 system-deps:
-	@missing=0; for b in Xvfb xcalc xterm xwininfo evilwm chromium chromedriver bwrap; do command -v $$b >/dev/null || missing=1; done; \
+	@missing=0; for b in Xvfb xcalc xterm xwininfo evilwm chromium chromedriver bwrap; do command -v $$b >/dev/null || missing=1; done; [ -f /usr/share/i18n/locales/tr_TR ] || missing=1; \
 	if [ $$missing = 1 ]; then \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  echo "installing Debian packages: $(APT_PACKAGES)"; \

@@ -34,6 +34,7 @@ from typing import Any
 
 from kgagent.errors import MemoryStoreError, QueryError
 from kgagent.memory import limits, queries
+from kgagent.memory.ctype_locale import ascii_case_mapping
 from kgagent.memory.diskspace import SpaceGuard, Watchdog
 from kgagent.paths import shell_word
 
@@ -132,6 +133,7 @@ class GraphDB:
         self.watching = False
         self._broken = False
         mod = _module(engine)
+        ascii_case_mapping()  # a Turkish LC_CTYPE hides every function with an i (LiST_SORT)
         kwargs: dict[str, Any] = {"read_only": read_only}
         if lenient_wal:
             # LadybugDB: replay the log up to a damaged record instead of refusing it.
