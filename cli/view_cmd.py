@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -28,8 +29,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="Address to bind. The view has no login: keep it on 127.0.0.1 unless the "
-    "network is yours.",
+    help="Address to bind. The view speaks plain HTTP (its token and the memory travel "
+    "unencrypted): keep it on 127.0.0.1 unless the network is yours.",
 )
 @click.option(
     "--allow-host",
@@ -39,6 +40,13 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     help="Also answer requests for host NAME (a name a proxy forwards; repeatable). "
     "Otherwise only the loopback names, the --host address and, bound to another "
     "address, this machine's names are answered (a guard against DNS rebinding).",
+)
+@click.option(
+    "--no-token",
+    is_flag=True,
+    help="Answer requests without the view's token (behind a proxy that authenticates). "
+    "Otherwise only requests that carry it are answered: the printed URL carries a random "
+    "one, or $KGAGENT_VIEW_TOKEN's.",
 )
 @click.option(
     "--refresh",
@@ -54,35 +62,47 @@ def view_cmd(
     port: int,
     host: str,
     allow_hosts: tuple[str, ...],
+    no_token: bool,
     refresh_s: float,
 ) -> None:
     """Browse the memory in a web browser: SA-KG, library, live run, rounds.
 
     Read-only: it works beside a running `kgagent play` on the same memory
-    (LadybugDB engine) and never writes to it.
+    (LadybugDB engine) and never writes to it. Only requests that carry the view's
+    token are answered (other users of this machine can reach 127.0.0.1 too): open
+    the URL it prints.
     """
     try:
-        from kgagent.view.app import create_app, listen
+        from kgagent.view import access
+        from kgagent.view.app import create_app, listen, url
     except ImportError as e:
         raise ConfigError(
             f"kgagent view needs Dash ({e.name or e} is missing): pip install dash dash-cytoscape"
         ) from None
-    app = create_app(memory, config, refresh_s=refresh_s, host=host, allow_hosts=allow_hosts)
+    token = None
+    if not no_token:
+        given = os.environ.get("KGAGENT_VIEW_TOKEN")
+        token = access.checked(given, "KGAGENT_VIEW_TOKEN") if given else access.new_token()
+    app = create_app(
+        memory, config, refresh_s=refresh_s, host=host, allow_hosts=allow_hosts, token=token
+    )
     server = listen(app, host, port)
     if host not in LOOPBACK:
         click.echo(
-            f"warning: serving on {host}: anyone who can reach this address can read the memory",
+            f"warning: serving on {host} over plain HTTP: "
+            + (
+                "anyone who can reach this address can read the memory"
+                if token is None
+                else "the token and the memory travel unencrypted"
+            ),
             err=True,
         )
-    url = f"http://{_url_host(host)}:{server.port}/"
-    click.echo(f"kgagent view of {memory} on {url} (Ctrl-C stops)")
+    elif token is None:
+        click.echo("warning: --no-token: every user of this machine can read the memory", err=True)
+    click.echo(f"kgagent view of {memory} on {url(host, server.port, token)} (Ctrl-C stops)")
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host

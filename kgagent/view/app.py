@@ -27,6 +27,7 @@ never a traceback (:func:`_errors`).
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -78,19 +79,23 @@ def create_app(
     refresh_s: float = 1.0,
     host: str = "127.0.0.1",
     allow_hosts: Iterable[str] = (),
+    token: str | None = None,
 ) -> Any:
     """The Dash app for ``memory`` (not started; ``app.run`` or :func:`serve` starts it).
 
     It answers only requests whose ``Host`` is a name it serves: the loopback names,
     ``host`` (the address it will be bound to) and ``allow_hosts``; see
-    :mod:`kgagent.view.hosts`.
+    :mod:`kgagent.view.hosts`. Given a ``token``, only requests that carry it
+    (:mod:`kgagent.view.access`); None: every request that passes the host check.
     """
     import dash
     import dash_cytoscape as cyto
 
     from kgagent.memory.lifecycle import no_memory
-    from kgagent.view import hosts, pages, shell
+    from kgagent.view import access, hosts, pages, shell
 
+    if token is not None:
+        access.checked(token, "token")
     path = Path(memory).expanduser().resolve()
     if not (path / "manifest.json").is_file():
         raise ConfigError(no_memory(path))
@@ -114,7 +119,9 @@ def create_app(
     _routes(app.server, ctx)
     _errors(app.server)
     app.server.after_request(_headers)
-    # outermost, so that every route (Dash's own, its assets, 404s) is behind it
+    # outermost, so that every route (Dash's own, its assets, 404s) is behind them
+    if token is not None:
+        app.server.wsgi_app = access.guard(app.server.wsgi_app, token)
     app.server.wsgi_app = hosts.guard(app.server.wsgi_app, hosts.HostPolicy(host, allow_hosts))
     return app
 
@@ -419,11 +426,38 @@ def serve(
     port: int = 8050,
     refresh_s: float = 1.0,
     allow_hosts: Iterable[str] = (),
+    token: str | None = None,
+    open_access: bool = False,
 ) -> None:
-    """Build the app and serve it until interrupted (a threaded WSGI server)."""
-    app = create_app(memory, config, refresh_s=refresh_s, host=host, allow_hosts=allow_hosts)
+    """Build the app and serve it until interrupted (a threaded WSGI server).
+
+    Only requests that carry ``token`` are answered (a random one when None); the URL
+    that carries it is printed on stderr. ``open_access``: no token, every request that
+    passes the host check is answered.
+    """
+    from kgagent.view import access
+
+    if not open_access and token is None:
+        token = access.new_token()
+    app = create_app(
+        memory,
+        config,
+        refresh_s=refresh_s,
+        host=host,
+        allow_hosts=allow_hosts,
+        token=None if open_access else token,
+    )
     server = listen(app, host, port)
+    print(
+        f"kgagent view on {url(host, server.port, None if open_access else token)}", file=sys.stderr
+    )
     try:
         server.serve_forever()
     finally:
         server.server_close()
+
+
+def url(host: str, port: int, token: str | None) -> str:
+    """The address to open: ``http://HOST:PORT/``, with ``?token=…`` when there is one."""
+    h = f"[{host}]" if ":" in host else host
+    return f"http://{h}:{port}/" + (f"?token={token}" if token else "")

@@ -1,10 +1,11 @@
 """Which ``Host`` headers the view answers: a guard against DNS rebinding.
 
-The view has no login. A web page on another site cannot read it directly (the
-browser's same-origin rule), but it can point its own name at 127.0.0.1 (DNS
-rebinding): the browser then sends the page's requests to the view as requests
-for that name, and the page reads the answers. Such requests carry the
-attacker's name in ``Host``, so the view answers only the names it serves:
+A guard beside the view's token (:mod:`kgagent.view.access`), and the only one with
+``--no-token``. A web page on another site cannot read the view directly (the browser's
+same-origin rule), but it can point its own name at 127.0.0.1 (DNS rebinding): the
+browser then sends the page's requests to the view as requests for that name, and the
+page reads the answers. Such requests carry the attacker's name in ``Host``, so the view
+answers only the names it serves:
 
 * the loopback names ``localhost``, ``127.0.0.1`` and ``[::1]``;
 * the address or name it was told to bind (``--host``);

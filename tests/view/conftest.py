@@ -59,11 +59,11 @@ class Served:
     stop: object
 
 
-def serve(memory: Path, refresh_s: float = 0.2) -> Served:
+def serve(memory: Path, refresh_s: float = 0.2, token: str | None = None) -> Served:
     """The view of ``memory`` on a free loopback port, in a thread of this process."""
     from kgagent.view.app import create_app, listen
 
-    app = create_app(memory, refresh_s=refresh_s)
+    app = create_app(memory, refresh_s=refresh_s, token=token)
     srv = listen(app, "127.0.0.1", 0)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()

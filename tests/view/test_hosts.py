@@ -125,7 +125,9 @@ def test_the_command_passes_host_and_allow_host_to_the_app(played: Path, monkeyp
     result = CliRunner().invoke(view_cmd, args)
     assert result.exit_code == 0, result.output
     client = served["app"].server.test_client()
+    token = result.output.split("?token=", 1)[1].split()[0]
+    auth = {"Authorization": f"Bearer {token}"}
     for host in ("kg.example", "192.168.1.7:18051", socket.gethostname(), "localhost:18051"):
-        assert client.get("/", headers={"Host": host}).status_code == 200, host
-    r = client.get("/", headers={"Host": "evil.example:18051"})
+        assert client.get("/", headers={"Host": host, **auth}).status_code == 200, host
+    r = client.get("/", headers={"Host": "evil.example:18051", **auth})
     assert r.status_code == 400 and b"--allow-host evil.example" in r.data
