@@ -8,8 +8,10 @@ memory's rounds as the papers' Table 2 (:mod:`kgagent.rounds`). Reading is :mod:
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +190,13 @@ def _brain(d: dict[str, Any]) -> str | None:
     return d.get("brain")
 
 
+def _local_time(t: float) -> str | None:
+    """``t`` (seconds since the epoch) in this machine's time zone, with its offset."""
+    if not math.isfinite(t):
+        return None
+    return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+
+
 @runs_group.command("list")
 @click.argument("folder", type=NonEmptyPath(path_type=Path), required=False)
 @common_options()
@@ -202,7 +211,7 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
         raise ConfigError(
             f"no memory at {memory}; run `kgagent play --memory {shlex.quote(str(memory))}` first"
         )
-    from kgagent.rounds import log_order
+    from kgagent.rounds import log_order, run_start
 
     folder = folder if folder is not None else memory / "runs"
     _readable(folder)
@@ -212,11 +221,14 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
         try:
             d = _summary_of(p)
         except ConfigError as e:
-            rows.append({"log": p.name, "env": "?", "error": str(e)})
+            rows.append(
+                {"log": p.name, "started": _local_time(run_start(p)), "env": "?", "error": str(e)}
+            )
             continue
         rows.append(
             {
                 "log": p.name,
+                "started": _local_time(run_start(p)),  # what the rows are ordered by
                 "env": d.get("env"),
                 "seed": d.get("seed"),
                 "ablation": d.get("ablation"),

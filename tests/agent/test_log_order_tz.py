@@ -83,9 +83,13 @@ def test_runs_list_shows_them_in_that_order(cfg, tmp_path, zone) -> None:
     for name in ZONES:
         zone(name)
         made.append(Path(toy_runner(cfg, mem, ToyEnv()).run(1).log_path).name)
+    zone("Asia/Kolkata")  # whoever lists them sees the times they are ordered by, in one zone
     res = CliRunner().invoke(cli, ["runs", "list", "--memory", str(mem), "--format", "json"])
     assert res.exit_code == 0, res.output
-    assert [r["log"] for r in json.loads(res.stdout)] == made
+    rows = json.loads(res.stdout)
+    assert [r["log"] for r in rows] == made
+    started = [datetime.fromisoformat(r["started"]) for r in rows]
+    assert started == sorted(started) and {r["started"][-6:] for r in rows} == {"+05:30"}
 
 
 def _log(folder: Path, name: str, started: str) -> Path:
