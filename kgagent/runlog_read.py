@@ -211,12 +211,16 @@ def _unfinished_line(
 ) -> str:
     started = str(header.get("started") or "").replace("T", " ") or "?"
     try:
-        zone = datetime.fromisoformat(started).tzinfo  # the run's UTC offset, if it says
+        began: datetime | None = datetime.fromisoformat(started)
     except ValueError:
-        zone = None
+        began = None
+    zone = began.tzinfo if began else None  # the run's UTC offset, if it says
     try:
         written = datetime.fromtimestamp(path.stat().st_mtime, zone)  # None: local time
         last = written.strftime("%Y-%m-%d %H:%M:%S")
+        if began is not None and (written - began).total_seconds() < -1:
+            # touched, or copied without its times: the file's time says nothing of the run
+            last = f"? (the file's time, {last}, is before its start)"
     except (OSError, ValueError, OverflowError):
         last = "?"
     if last[:10] == started[:10]:

@@ -185,3 +185,21 @@ def test_a_memory_older_than_its_killed_log_is_not_said_to_keep_its_steps(cfg, t
     toy_runner(cfg, mem, ToyEnv(), said.append).run(1)
     (note,) = [s for s in said if "previous run" in s]
     assert "Yet 1 of the" in note and "what those steps learned is gone" in note
+
+
+def test_a_log_whose_file_time_is_before_its_start_does_not_say_it_was_written_then(
+    cfg, tmp_path
+) -> None:
+    """`touch -d 2020-01-01` on a killed log (or a copy without its times): the note said
+    "started 2026-…, last written 2020-01-01 …", a log written before it began."""
+    mem = tmp_path / "mem"
+    log = Path(toy_runner(cfg, mem, ToyEnv()).run(2).log_path)
+    _unfinished(log)
+    os.utime(log, (1577836800, 1577836800))  # 2020-01-01 UTC
+    note = unfinished_run_note(mem / "runs", mem)
+    assert note is not None
+    assert re.search(
+        r"last written \? \(the file's time, 2020-01-0[12] \S+, is before its start\)", note
+    )
+    os.utime(log)  # now: after its start again
+    assert "is before its start" not in unfinished_run_note(mem / "runs", mem)
