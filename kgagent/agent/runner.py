@@ -184,8 +184,6 @@ class Runner:
             check_env(cfg.run.env)
         encoder, segmenter, brain = self._build()
         record_dir = Path(cfg.run.record).expanduser() if cfg.run.record else None
-        if record_dir is not None:
-            record_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         records: list[dict[str, Any]] = []
         stopped = "steps"
@@ -235,6 +233,8 @@ class Runner:
             if target:
                 self.log(f"{env.name}: acting on {target}")
             screen = self._screen(env)
+            if record_dir is not None:  # once the run can start: a failed start leaves none
+                record_dir.mkdir(parents=True, exist_ok=True)
             in_episode = 0
             bar = _progress(n_steps, self.progress)
             with log_path.open("w") as fh, StopFlag(self.log, brain.interrupt) as flag:

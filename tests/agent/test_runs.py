@@ -104,6 +104,19 @@ def test_record_saves_the_screen_after_every_step(cfg, tmp_path) -> None:
     assert s.steps == 4
 
 
+def test_a_run_that_cannot_start_makes_no_record_folder(cfg, tmp_path) -> None:
+    """A memory path holding other files is refused; its --record folder was made before."""
+    from kgagent.errors import ConfigError, MemoryStoreError
+
+    busy = tmp_path / "m"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("not a memory")
+    cfg.run.record = str(busy / "shots")
+    with pytest.raises((ConfigError, MemoryStoreError)):
+        _run(cfg, busy, ToyEnv(), 2)
+    assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]
+
+
 class FlashingEnv(ToyEnv):
     """A live program whose whole screen flashes on its own, on every other screenshot."""
 
