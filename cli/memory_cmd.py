@@ -1,4 +1,4 @@
-"""`kgagent memory info|check|export|import`: look at, verify and move a memory.
+"""`kgagent memory info|check|forget|export|import`: look at, verify, forget and move a memory.
 
 No logic lives here: it calls :mod:`kgagent.memory` and :mod:`kgagent.memory.archive`.
 Archive format and checks: docs/memory.md.
@@ -24,7 +24,7 @@ def _say(msg: str) -> None:
 
 @click.group("memory")
 def memory_group() -> None:
-    """Look at, check, export and import a memory."""
+    """Look at, check, forget from, export and import a memory."""
 
 
 @memory_group.command("info")
@@ -55,7 +55,7 @@ def info_cmd(migrate: bool, memory: Path, config: Config, fmt: str) -> None:
     is_flag=True,
     help="First repair what can be: finish an interrupted import, replay the engine's log "
     "(up to a damaged record, keeping a copy), remove crash leftovers (orphan vector rows, "
-    "a killed merge's work directory).",
+    "a killed merge's work directory) and the blobs no graph row names.",
 )
 @common_options()
 def check_cmd(repair: bool, memory: Path, config: Config, fmt: str) -> None:
@@ -77,6 +77,28 @@ def check_cmd(repair: bool, memory: Path, config: Config, fmt: str) -> None:
     problems = [r["check"] for r in rows if r["status"] == "problem"]
     if problems:
         raise KGAgentError(f"memory check found problems: {', '.join(problems)}")
+
+
+@memory_group.command("forget")
+@click.argument("text")
+@click.option("--dry-run", is_flag=True, help="Count what would be removed; change nothing.")
+@common_options()
+def forget_cmd(text: str, dry_run: bool, memory: Path, config: Config, fmt: str) -> None:
+    """Remove the text TEXT, read from the screen or typed, from the memory.
+
+    Removes the objects whose label holds it (and their crops), the skills whose name,
+    description or operations hold it or use those objects, the clusters named with it,
+    and its input statistics; matches case-insensitively. Names the step logs under
+    runs/ that hold it: delete those by hand (docs/memory.md, "Privacy").
+    """
+    if not dry_run:
+        mark_writes()
+    from kgagent.memory.forget import forget
+
+    summary = forget(Path(memory), config, text, dry_run=dry_run, say=_say)
+    if not dry_run:
+        work_done()
+    emit_record(summary, fmt)
 
 
 @memory_group.command("export")

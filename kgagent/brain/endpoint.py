@@ -119,12 +119,20 @@ _BASIC = re.compile(r"\b(Basic)\s+[A-Za-z0-9+/]{8,}={0,2}")  # not "basic auth" 
 _SK = re.compile(r"\bsk-[A-Za-z0-9_\-*.…]{6,}")
 #: shorter keys are only replaced where they appear whole
 _PREFIX_AT = 16
+#: the shortest run of a secret's characters that is masked wherever it appears: a server
+#: may quote the key without its ``sk-`` prefix, or only its tail or middle. 12 random
+#: characters of a key (base62: about 71 bits) are already a secret worth hiding and
+#: occur in no ordinary text; a shorter run (OpenAI's error shows the key's last 4
+#: characters) would mask words where a key holds one (``secret-token``)
+_RUN = 12
 
 
 class Redactor:
     """Removes a secret from text: the key itself, any ``Bearer …`` or ``Basic …``
     credential, any ``sk-…`` key, a quoted part of the key that starts like it (a server that shows
-    ``sk-BAD1234…`` of a longer key), and the password of any URL (:func:`shown_url`)."""
+    ``sk-BAD1234…`` of a longer key), any run of at least 12 of the key's characters in a row
+    (the key quoted without its prefix, or its tail), and the password of any URL
+    (:func:`shown_url`)."""
 
     MASK = "***"
 
@@ -135,6 +143,11 @@ class Redactor:
             for s in self.secrets
             if len(s) >= _PREFIX_AT
         ]
+        #: every run of _RUN characters of every secret: a text's window found here is a
+        #: piece of a key
+        self._runs = frozenset(
+            s[i : i + _RUN] for s in self.secrets for i in range(len(s) - _RUN + 1)
+        )
 
     def __call__(self, text: Any) -> str:
         s = str(text)
@@ -142,9 +155,30 @@ class Redactor:
             s = s.replace(secret, self.MASK)
         for prefix in self._prefixes:
             s = prefix.sub(self.MASK, s)
+        s = self._mask_runs(s)
         s = _BEARER.sub(lambda m: f"{m.group(1)} {self.MASK}", s)
         s = _BASIC.sub(lambda m: f"{m.group(1)} {self.MASK}", s)
         return shown_url(_SK.sub("sk-" + self.MASK, s))
+
+    def _mask_runs(self, s: str) -> str:
+        """``s`` with every stretch made of runs of :data:`_RUN` characters of a secret
+        (overlapping or touching) as one mask."""
+        if not self._runs or len(s) < _RUN:
+            return s
+        spans: list[list[int]] = []
+        for i in range(len(s) - _RUN + 1):
+            if s[i : i + _RUN] in self._runs:
+                if spans and i <= spans[-1][1]:
+                    spans[-1][1] = i + _RUN
+                else:
+                    spans.append([i, i + _RUN])
+        if not spans:
+            return s
+        out, at = [], 0
+        for start, end in spans:
+            out += [s[at:start], self.MASK]
+            at = end
+        return "".join(out) + s[at:]
 
 
 # ---------------------------------------------------------------- connections

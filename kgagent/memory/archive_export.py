@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import stat
 import tarfile
 import time
 from pathlib import Path
@@ -42,7 +43,7 @@ from kgagent.memory.archive_format import (
     vector_schema,
 )
 from kgagent.memory.engine import GraphDB
-from kgagent.memory.files import MANIFEST, side_name, temp_file
+from kgagent.memory.files import MANIFEST, side_name, temp_file, umask
 from kgagent.memory.lifecycle import VECTORS
 from kgagent.memory.store import Memory
 from kgagent.memory.user_tables import is_kgagent_table, table_queries
@@ -85,7 +86,7 @@ def export_memory(
         out.parent.mkdir(parents=True, exist_ok=True)
         for stale in staging.stale_temp_files(out.parent, f".{side_name(out.name)}."):
             stale.unlink(missing_ok=True)  # left by a killed export
-        fd, tmp = temp_file(out)
+        fd, tmp = temp_file(out, archive_mode(Path(memory_path).expanduser()))
     except OSError as e:
         raise ArchiveError(
             f"cannot write {out} ({e.strerror or e}); choose a writable place"
@@ -140,11 +141,11 @@ def _export(
         vectors = _export_vectors(mem.path, encoder, state_revs)
         payload[VECTORS_MEMBER] = _parquet_bytes(vectors)
         say(f"vectors: {vectors.num_rows} rows")
-        blobs = mem.blobs.all_ids()
+        present = set(mem.blobs.all_ids())
         blob_dir = mem.blobs.directory
     finally:
         mem.close()
-    lacking = sorted(named - set(blobs))
+    lacking = sorted(named - present)
     if lacking:  # an import refuses such an archive: a backup that cannot be restored
         raise ArchiveError(
             f"the memory lacks {len(lacking)} blob(s) its graph names (e.g. {lacking[0]} in "
@@ -152,6 +153,9 @@ def _export(
             "where the memory was copied from (`kgagent memory check` lists the checks)"
         )
 
+    # Only the blobs the graph names: one no row names (an object deleted by hand, a write
+    # that never committed) is nobody's experience, and may show what was meant to go.
+    blobs = sorted(named)
     meta = {
         "format": ARCHIVE_FORMAT,
         "format_version": ARCHIVE_VERSION,
@@ -203,10 +207,23 @@ def _export(
         "encoder": (encoder or {}).get("identity"),
         "vectors": meta["vectors"],
         "blobs": meta["blobs"],
+        "blobs_left_out": len(present - named),
     }
     for name, t in meta_tables.items():
         summary[f"rows_{name}"] = t["rows"]
     return summary
+
+
+def archive_mode(memory: Path) -> int:
+    """The archive's permissions: a new file's (``0o666`` less the umask), and no wider
+    for group and others than the memory's folder lets them in (read, write), so an
+    archive of a private memory is private whatever the umask. Its other ancestors are
+    not looked at: the archive usually lies elsewhere."""
+    try:
+        folder = stat.S_IMODE(memory.stat().st_mode)
+    except OSError:  # no memory there: the open says so, before anything is written
+        folder = 0
+    return 0o666 & ~umask() & (0o600 | (folder & 0o066))
 
 
 def _graph_tables(db: GraphDB) -> list[tuple[str, str]]:

@@ -69,15 +69,15 @@ def umask() -> int:
     return mask
 
 
-def temp_file(path: Path) -> tuple[int, str]:
+def temp_file(path: Path, mode: int | None = None) -> tuple[int, str]:
     """A temporary file beside ``path`` (descriptor, name), to be renamed onto it, with
     the permissions a file created there would have (``0o666`` less the umask), as the
     graph engine's, the step logs' and the journal's have: ``mkstemp`` makes it 0600, so
     a memory's manifest and blobs and an export were private while the rest followed
-    the umask."""
+    the umask. ``mode``: other permissions, set before a byte is written."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{side_name(path.name)}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~umask())
+        os.fchmod(fd, 0o666 & ~umask() if mode is None else mode)
     except BaseException:
         os.close(fd)
         Path(tmp).unlink(missing_ok=True)

@@ -9,6 +9,8 @@ In order:
    assertion and Kùzu crash (a segmentation fault), which must not end the repair;
 3. open the memory read-write once: that replays the graph engine's write-ahead log,
    cuts a torn vector-journal record and removes vector rows the graph never committed;
+   then, still under that open's writer lock, remove the blobs no graph row names
+   (:mod:`~kgagent.memory.unreferenced`);
 4. if the log is damaged (step 2 failed, or the engine refuses the log: a disk that
    filled up in the middle of a write leaves a torn record), keep a copy of ``graph.db``
    and the log in ``backups/<time>-wal/``, then:
@@ -36,6 +38,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kgagent.config import Config
 from kgagent.errors import MemoryStoreError
@@ -45,6 +48,7 @@ from kgagent.memory.engine import GraphDB, engine_name
 from kgagent.memory.files import MANIFEST, read_manifest
 from kgagent.memory.lifecycle import GRAPH
 from kgagent.memory.lock import lock_memory
+from kgagent.memory.unreferenced import remove_unreferenced
 
 #: Seconds a child process may spend opening or replaying a damaged log.
 REPLAY_TIMEOUT_S = 600
@@ -77,18 +81,31 @@ def repair(path: Path, config: Config, say: Callable[[str], None]) -> None:
             why = None  # not the log: the open below says what to do
     if why is None:
         try:
-            Memory.open(path, config, read_only=False, create=False).close()
-            return
+            mem = Memory.open(path, config, read_only=False, create=False)
         except MemoryStoreError as e:
             if "write-ahead log" not in str(e) or "damaged" not in str(e):
                 raise
             why = str(e)
+        else:
+            _remove_unreferenced(mem, say)
+            return
     held = lock_memory(path)
     try:
         _repair_log(path, engine, why, reserve_bytes(config), say)
     finally:
         held.release()
-    Memory.open(path, config, read_only=False, create=False).close()
+    _remove_unreferenced(Memory.open(path, config, read_only=False, create=False), say)
+
+
+def _remove_unreferenced(mem: Any, say: Callable[[str], None]) -> None:
+    """Remove the blobs no graph row names from ``mem`` (open read-write: its lock held,
+    so no writer has stored a blob it has yet to commit), then close it."""
+    try:
+        count, size = remove_unreferenced(mem)
+    finally:
+        mem.close()
+    if count:
+        say(f"removed {count} blob(s) no graph row names ({size} bytes)")
 
 
 def _repair_log(

@@ -12,11 +12,13 @@ from kgagent.memory.core import MemoryCore
 from kgagent.memory.engine import engine_version
 from kgagent.memory.files import memory_identity
 from kgagent.memory.lock import writer_holder
+from kgagent.memory.unreferenced import BLOB_ID, blob_bytes
 from kgagent.paths import read_refused
 from kgagent.records import GraphStats
 
-#: Status of a failed check: ``problem`` needs a person; ``repairable`` goes away on the
-#: next read-write open (or ``kgagent memory check --repair``).
+#: Status of a failed check: ``problem`` needs a person; ``repairable`` goes away with
+#: ``kgagent memory check --repair`` (most on any read-write open already; unreferenced
+#: blobs only with the repair).
 PROBLEM = "problem"
 REPAIRABLE = "repairable"
 #: A ``repairable`` count while a live process writes the memory: that process's own
@@ -148,6 +150,18 @@ class Report(MemoryCore):
                 damaged,
                 PROBLEM,
                 "blobs whose content does not hash to their name",
+            )
+        )
+        loose = sorted(b for b in have - refs if BLOB_ID.fullmatch(b))
+        rows.append(
+            _row(
+                "unreferenced_blobs",
+                len(loose),
+                REPAIRABLE,
+                "blobs no graph row names"
+                + (f" ({blob_bytes(self, loose)} bytes)" if loose else "")
+                + ": crops and thumbnails of deleted rows, or of a write that never committed "
+                "(removed by `kgagent memory check --repair`; left out of an export)",
             )
         )
         holder = writer_holder(self.path) if self.read_only else None

@@ -1,4 +1,4 @@
-"""Memory.check(): the seven consistency checks of `kgagent memory check`."""
+"""Memory.check(): the eight consistency checks of `kgagent memory check`."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ CHECKS = [
     "dangling_skill_edges",
     "missing_blobs",
     "damaged_blobs",
+    "unreferenced_blobs",
 ]
 REPAIRABLE = {"orphan_vector_rows", "uncommitted_revisions", "torn_journal_tail"}
 
