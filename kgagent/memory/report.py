@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -244,4 +244,8 @@ def folder_size(path: Path) -> tuple[int, int]:
 
 
 def _iso(t: float | None) -> str | None:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else None
+    """``t`` in this machine's time zone with its offset (ISO 8601): comparable between
+    machines, as the step logs' ``started``."""
+    if not t:
+        return None
+    return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")

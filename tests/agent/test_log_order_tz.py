@@ -148,3 +148,19 @@ def test_a_killed_runs_note_says_when_it_was_written_in_its_own_time_zone(
     if last[:10] == started[:10]:
         last = last[11:]
     assert note is not None and f"(started {started}, last written {last})" in note, note
+
+
+def test_memory_info_times_carry_their_offset(cfg, tmp_path, zone) -> None:
+    """`memory info --format json` gave "2026-12-07 23:49:44" under Asia/Kolkata and
+    "18:19:44" under UTC for one memory: the same instant, read without its zone."""
+    mem = tmp_path / "mem"
+    toy_runner(cfg, mem, ToyEnv()).run(1)
+    seen = []
+    for name in ("UTC", "Asia/Kolkata"):
+        zone(name)
+        res = CliRunner().invoke(cli, ["memory", "info", "--memory", str(mem), "--format", "json"])
+        assert res.exit_code == 0, res.output
+        (info,) = json.loads(res.stdout)
+        seen.append(datetime.fromisoformat(info["created"]))
+        assert info["created"].endswith("+00:00" if name == "UTC" else "+05:30")
+    assert seen[0] == seen[1] and seen[0].tzinfo is not None
