@@ -4,8 +4,10 @@ Why this shape: the agent must drive software it did not write, through the
 screen alone. The env is bound to one *target*: a window found by title, class or
 PID (:mod:`kgagent.envs.xwindows`), an explicit region, or the whole screen, so
 that the agent can never click outside the program it is learning. Every
-coordinate of an Action is relative to the target, and an action with any point
-outside it is refused before anything is executed. So is a point where another
+coordinate of an Action is relative to the target's part on the screen (all that
+X shows and clicks of a window reaching past its edge), which is all that is
+captured, and an action with any point outside it is refused before anything is
+executed. So is a point where another
 program's window lies over a bound window (X would give the click to that window):
 the target is raised once, and if it stays covered there the action is refused;
 the program's own windows (its dialogs and menus) count as the target. Keys go to
@@ -16,7 +18,9 @@ re-read before every action because windows move, and a window that disappears
 is reported instead of silently clicking on whatever is now underneath. When a
 screen-sized window of the program's own lies over the target (an SDL 1.2 game's full
 screen on a display that cannot change its mode), the target is that window for as
-long as it does: it is what the user sees.
+long as it does: it is what the user sees. Before each capture compared with another,
+the pointer rests at one point of the target (:mod:`kgagent.envs.rest`), so that a
+hover highlight is not taken for the program's answer.
 
 With ``launch`` the env starts the program itself (:mod:`kgagent.envs.launch`):
 in its own process group, its output in a log file, on the display given or, with
@@ -46,12 +50,14 @@ from kgagent.actions import Action
 from kgagent.config import DesktopConfig
 from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.desktop_options import DesktopOptions
+from kgagent.envs.desktop_words import end_notes, target_line
 from kgagent.envs.keyguard import key_refusal
 from kgagent.envs.landing import cover_refusal, focus_back, region_key_refusal
 from kgagent.envs.launch import PrivateX, Program, choose_display, default_program_log
-from kgagent.envs.points import on_screen, point_refusal
+from kgagent.envs.points import on_screen, point_refusal, visible_part
+from kgagent.envs.rest import rest_pointer
 from kgagent.envs.settle import Settler
-from kgagent.envs.xcapture import OffScreen, XCapture
+from kgagent.envs.xcapture import XCapture
 from kgagent.envs.xinput import PyAutoGUIInput
 from kgagent.envs.xwindows import Window, XWindows, owned
 from kgagent.errors import ActionRefused, EnvironmentError_
@@ -148,6 +154,21 @@ class DesktopEnv(Env):
         """The screen's size now (it changes with the display's mode: RandR)."""
         return self._xw().screen_size
 
+    @property
+    def _box(self) -> Box:
+        """The target's box on the screen at the last check (a window's may reach past
+        the screen's edge)."""
+        return self._full
+
+    @_box.setter
+    def _box(self, box: Box) -> None:
+        """Set with the part of it on the screen, ``_view``: what is captured, and what
+        every coordinate of an Action is relative to, since X can neither show nor click
+        beyond the screen. A target wholly off the screen keeps its box (captured black,
+        every point refused as off the screen)."""
+        self._full = box
+        self._view = visible_part(box, self._screen_size) or box
+
     def _bind(self, win: Window) -> None:
         self._wid, self._title, self._target_pid = win.wid, win.title, win.pid
 
@@ -174,7 +195,7 @@ class DesktopEnv(Env):
 
     @property
     def size(self) -> tuple[int, int]:
-        return self._box[2], self._box[3]
+        return self._view[2], self._view[3]
 
     @property
     def target_box(self) -> Box:
@@ -183,12 +204,15 @@ class DesktopEnv(Env):
 
     def describe_target(self) -> str:
         """What the agent acts on, in words: the bound window (title, id, PID), a region,
-        or the screen, with its box now."""
-        x, y, w, h = self._box
+        or the screen, with its box now (the run's first line and its summary), and what
+        the user must know of it (:func:`~kgagent.envs.desktop_words.target_line`)."""
         if self._wid is not None:
             pid = f", pid {self._target_pid}" if self._target_pid else ""
-            return f"window {self._title!r} (id {self._wid:#x}{pid}) {w}x{h}+{x}+{y}"
-        return f"{'region' if self._region is not None else 'screen'} {w}x{h}+{x}+{y}"
+            what = f"window {self._title!r} (id {self._wid:#x}{pid})"
+        else:
+            what = "region" if self._region is not None else "screen"
+        whole = self._wid is None and self._region is None
+        return target_line(what, self._box, self._screen_size, whole)
 
     @property
     def program(self) -> Program | None:
@@ -223,6 +247,7 @@ class DesktopEnv(Env):
         self._bind(win)
         self._box = self._await_viewable()
         self._fresh, self._episode_steps = True, 0
+        self._rest()
         self._last = self._settle(None)[0]  # its first frame drawn (not a reaction)
         self._await_viewable()  # some programs unmap the window a moment after that frame
         now = x.window(self._wid) if self._wid is not None else None
@@ -289,24 +314,12 @@ class DesktopEnv(Env):
 
     # ------------------------------------------------------------ capture
     def _grab(self) -> np.ndarray:
-        """The target's pixels; what lies past the screen's edge is black. The screen may
-        shrink between reading its size and the capture: then once more, at its new size."""
-        x, y, w, h = self._box
-        out = np.zeros((h, w, 3), np.uint8)
-        for last in (False, True):
-            sw, sh = self._screen_size
-            x0, y0, x1, y1 = max(0, x), max(0, y), min(sw, x + w), min(sh, y + h)
-            if x1 <= x0 or y1 <= y0:
-                break
-            if self._capture is None:  # after close() a bound env reconnects on its next use
-                self._capture = XCapture(self.display, self.config.capture_timeout_s)
-            try:
-                out[y0 - y : y1 - y, x0 - x : x1 - x] = self._capture.grab((x0, y0, x1, y1))
-                break
-            except OffScreen:
-                if last:
-                    raise
-        return out
+        """The pixels of the target's part on the screen (``_view``); black where it lies
+        past the screen's edge by the capture (a screen that just shrank, a target wholly
+        off it: :meth:`XCapture.grab_part`)."""
+        if self._capture is None:  # after close() a bound env reconnects on its next use
+            self._capture = XCapture(self.display, self.config.capture_timeout_s)
+        return self._capture.grab_part(self._view, lambda: self._screen_size)
 
     def tolerate_motion(self, still: Callable[[np.ndarray, np.ndarray], bool] | None) -> None:
         self._settler.still = still
@@ -327,6 +340,7 @@ class DesktopEnv(Env):
                     self._count_early_exit()
                 self._start_program()
         self._box = self._geometry()
+        self._rest()
         self._last = self._grab()
         return self._last, self._info()
 
@@ -368,6 +382,9 @@ class DesktopEnv(Env):
         if (end := self._closed(size)) is not None:
             return end
         t1 = time.perf_counter()
+        self._rest()  # where it was before the input: what differs is the program's answer
+        t_input += time.perf_counter() - t1
+        t1 = time.perf_counter()
         obs, settled = self._settle(before)
         t_settle = time.perf_counter() - t1
         self.unsettled = 0 if settled else self.unsettled + 1
@@ -377,8 +394,10 @@ class DesktopEnv(Env):
         if (end := self._closed(size)) is not None:
             return end
         if self._wid != wid:
+            self._rest()
             obs = self._grab()  # it replaced its window: the env follows the new one
         elif self._put_back(placed):
+            self._rest()
             obs, settled = self._settle(before)  # what it shows where the user sees it
             t_settle = time.perf_counter() - t1
         self._last = obs
@@ -462,33 +481,14 @@ class DesktopEnv(Env):
         out = [f"desktop: {n}" for n in self._settler.notes()]
         if self._program is not None and (ended := self._program.endings_note()):
             out.append(f"desktop: {ended}")
-        if self._put_backs:
-            out.append(
-                "desktop: an input moved the target partly off the screen "
-                + ("once" if self._put_backs == 1 else f"{self._put_backs} times")
-                + " (a drag on a title bar the program draws itself, or the program's own "
-                "move); it was put back where it was"
-            )
-        if self._gone is not None:
-            out.append(
-                f"desktop: the target window {self._gone} closed while the program reacted to "
-                "the agent's input (that input closed it, or something outside the agent did "
-                "meanwhile): the run ended there"
-            )
-        if self._face is not None:
-            w, h = self._face[2], self._face[3]
-            out.append(
-                f"desktop: a {w}x{h} window of the target's own program lay over it (a full "
-                "screen); while it did, the agent saw and acted on that window"
-            )
-        return out
+        return out + end_notes(self._put_backs, self._gone, self._face)
 
     def events(self) -> list[str]:
         out, self._events = self._events, []
         return out
 
     def _info(self) -> dict[str, Any]:
-        return {"alive": True, "target": self._box}
+        return {"alive": True, "target": self._view}
 
     def close(self) -> None:
         """Give the focus back, stop the launched program and the private Xvfb; close the X
@@ -530,7 +530,7 @@ class DesktopEnv(Env):
         covers, unknown keys, and keys that close or log out (:mod:`kgagent.envs.keyguard`)."""
         pg = self._pg()  # the input connection knows the fail-safe corners
         corners = self._input.corners if self._input is not None else []
-        why = point_refusal(action, self._box, self._screen_size, corners)
+        why = point_refusal(action, self._view, self._screen_size, corners)
         if why is not None:
             raise ActionRefused(why)
         if action.kind in ("key", "hotkey"):
@@ -545,7 +545,7 @@ class DesktopEnv(Env):
         """Refuse a click another program's window covers: the target is raised once first
         (:func:`~kgagent.envs.landing.cover_refusal`; checked again as it is sent)."""
         if self._wid is not None and action.points():
-            why = cover_refusal(self._xw(), self._wid, self._box, action, self._ours)
+            why = cover_refusal(self._xw(), self._wid, self._view, action, self._ours)
             if why is not None:
                 raise ActionRefused(why)
 
@@ -559,9 +559,16 @@ class DesktopEnv(Env):
         elif a.kind in KEY_KINDS and self._region is not None:
             why = region_key_refusal(x, self._box, a)
         elif self._wid is not None and a.points():
-            why = cover_refusal(x, self._wid, self._box, a, self._ours, raise_first=False)
+            why = cover_refusal(x, self._wid, self._view, a, self._ours, raise_first=False)
         if why is not None:
             raise ActionRefused(why)
+
+    def _rest(self) -> None:
+        """Put the pointer on the target's rest point before a capture that is compared
+        with another (:mod:`kgagent.envs.rest`)."""
+        self._pg()  # the fail-safe corners of the screen now
+        assert self._input is not None
+        rest_pointer(self._input, self._view, self._wid, self._ours)
 
     def _ours(self, win: Window) -> bool:
         """A window of the target's program by its PID: the launched program's process
@@ -584,4 +591,4 @@ class DesktopEnv(Env):
         self._pg()
         assert self._input is not None
         x = self._input.windows()
-        self._input.send(a, (self._box[0], self._box[1]), lambda: self._land(a, x))
+        self._input.send(a, (self._view[0], self._view[1]), lambda: self._land(a, x))

@@ -3,8 +3,8 @@
 Why: a real desktop is not a sandbox. An exploring agent presses keys at random,
 and a few combinations close the program it is learning (``alt+f4``, ``ctrl+q``,
 ``ctrl+w``, ``ctrl+f4``; ``ctrl+c``, which interrupts the program running in a
-terminal such as xterm and quits X programs such as xcalc), end the session or
-switch away from it (anything with ``ctrl+alt``: ``ctrl+alt+backspace`` kills the X
+terminal such as xterm and which some X programs, xcalc among them, take as their
+quit key), end the session or switch away from it (anything with ``ctrl+alt``: ``ctrl+alt+backspace`` kills the X
 server, ``ctrl+alt+f1`` switches the console), open the desktop's own menus (the
 super/Windows key) or suspend the machine (``sleep``). They are refused before
 anything is sent; the window manager's close button needs no rule here because it
@@ -57,7 +57,8 @@ def closing_reason(keys: Iterable[str]) -> str | None:
     if "ctrl" in ks and ks & {"q", "w", "f4"}:
         return "ctrl+q, ctrl+w and ctrl+f4 quit the program or close its window"
     if ks == {"ctrl", "c"}:
-        return "ctrl+c interrupts a terminal's program and quits some programs (xcalc)"
+        # worded for any target: the refusal is printed about the program being learned
+        return "ctrl+c interrupts the program running in a terminal, and some programs quit on it"
     return None
 
 

@@ -39,6 +39,7 @@ error naming the display's depth.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import cv2
@@ -124,6 +125,25 @@ class XCapture:
         if "error" in out:
             raise out["error"]
         return out["pixels"]
+
+    def grab_part(self, box: Box, screen: Callable[[], tuple[int, int]]) -> np.ndarray:
+        """The RGB pixels of ``box``, of which only the part on the screen is read (its
+        size now: ``screen()``); the rest is black. The screen may shrink between reading
+        its size and the capture: then once more, at its new size."""
+        x, y, w, h = box
+        out = np.zeros((h, w, 3), np.uint8)
+        for last in (False, True):
+            sw, sh = screen()
+            x0, y0, x1, y1 = max(0, x), max(0, y), min(sw, x + w), min(sh, y + h)
+            if x1 <= x0 or y1 <= y0:
+                break
+            try:
+                out[y0 - y : y1 - y, x0 - x : x1 - x] = self.grab((x0, y0, x1, y1))
+                break
+            except OffScreen:
+                if last:
+                    raise
+        return out
 
     def _read(self, box: Box) -> np.ndarray:
         if self.format is None:

@@ -12,7 +12,9 @@ connection from ``$DISPLAY`` at import. Everything that touches them is here:
   backend's X connection (``_pyautogui_x11._display``) at this input's own connection
   to its display before every action, which is how two environments on two displays
   share one pyautogui. The fail-safe corners become this display's corners;
-* :meth:`PyAutoGUIInput.send` makes an action's presses, with the X server held.
+* :meth:`PyAutoGUIInput.send` makes an action's presses, with the X server held, and
+  :meth:`PyAutoGUIInput.rest` moves the pointer to the target's rest point the same way
+  (:mod:`kgagent.envs.rest`).
 
 The key map pyautogui built at import is kept: Xvfb and Xorg start with the same
 core keyboard map.
@@ -34,6 +36,7 @@ from kgagent.envs.xwindows import XWindows
 from kgagent.errors import ActionRefused, EnvironmentError_
 
 _IMPORT_LOCK = threading.Lock()
+FAILSAFE = "pyautogui fail-safe triggered (mouse in a screen corner); move the mouse away and retry"
 
 
 def import_pyautogui(display: str) -> ModuleType:
@@ -172,9 +175,22 @@ class PyAutoGUIInput:
                 pg.moveTo(ox + a.x2, oy + a.y2, duration=0.2)
                 pg.mouseUp(button="left")
         except pg.FailSafeException:
-            raise EnvironmentError_(
-                "pyautogui fail-safe triggered (mouse in a screen corner); move the mouse away and retry"
-            ) from None
+            raise EnvironmentError_(FAILSAFE) from None
+
+    def rest(self, point: tuple[int, int], inside: Callable[[Any], bool]) -> bool:
+        """Move the pointer to screen ``point`` (no button, no key) if ``inside(windows)``
+        says, with the server held, that it lies in the target; whether it moved there.
+        The hold keeps a window from coming over the point between the check and the
+        move, as for an input (:meth:`grabbed`)."""
+        pg = self.use()
+        try:
+            with self.grabbed():
+                if not inside(self.windows()):
+                    return False
+                pg.moveTo(point[0], point[1], _pause=False)
+        except pg.FailSafeException:
+            raise EnvironmentError_(FAILSAFE) from None
+        return True
 
     def _abandon(self) -> None:
         """Close the connection at its socket (no request, no reply awaited) and open a new

@@ -102,9 +102,13 @@ def test_actions_outside_the_target_are_refused(app) -> None:
     assert _counts(counts) == before
 
 
-def test_a_point_of_the_target_off_the_screen_is_refused(app, tmp_path: Path) -> None:
-    """X keeps the pointer on the screen: a click sent past its edge would land at the
-    edge, on whatever lies there (here another program's button)."""
+def test_a_target_reaching_past_the_screens_edge_is_its_part_on_the_screen(
+    app, tmp_path: Path
+) -> None:
+    """X can neither show nor click what lies past the screen's edge: the agent sees and
+    acts on the target's part on the screen, and no point of an action can lie beyond it
+    (a click sent past the edge would land at the edge, on whatever lies there: here
+    another program's button)."""
     from kgagent.envs.xwindows import XWindows
 
     _proc, counts, title = app
@@ -118,11 +122,17 @@ def test_a_point_of_the_target_off_the_screen_is_refused(app, tmp_path: Path) ->
         x.conn.sync()
         env = _env(title)
         assert _wait(lambda: env.observe() is not None and env.target_box[0] == -150, 3)
-        # the target's button A spans x 20-140 of the target: screen x -130..-10; the
-        # other app's button A lies at the screen's left edge, in line with it
-        with pytest.raises(ActionRefused, match="off the screen"):
-            env.step(Action("click", x=80, y=30))
-        env.step(Action("click", x=260, y=50))  # button B, on the screen
+        assert env.size == (250, 300)  # of 400x300, 150 px lie left of the screen
+        assert env.describe_target().endswith(
+            "400x300+-150+20; it reaches past the edge of the 1280x800 screen: the agent "
+            "sees and acts on its 250x300+0+20 part on the screen"
+        )
+        obs = env.observe()
+        assert obs.shape == (300, 250, 3) and obs[:, :10].any(axis=2).all()  # nothing black
+        # button A (window x 20-140) lies off the screen: no point of the view reaches it
+        with pytest.raises(ActionRefused, match="outside the 250x300 target"):
+            env.step(Action("click", x=-70, y=30))
+        env.step(Action("click", x=110, y=50))  # button B: window x 260, screen x 110
         assert _wait(lambda: _counts(counts)["B"] == 1, 3)
         time.sleep(0.3)
         assert _counts(other_counts)["A"] == 0 and _counts(counts)["A"] == 0

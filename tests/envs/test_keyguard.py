@@ -11,7 +11,7 @@ SLEEP = "the sleep key suspends the machine"
 CTRL_ALT = "ctrl+alt combinations end the session or switch away from it"
 ALT_F4 = "alt+f4 closes the window"
 QUIT = "ctrl+q, ctrl+w and ctrl+f4 quit the program or close its window"
-CTRL_C = "ctrl+c interrupts a terminal's program and quits some programs (xcalc)"
+CTRL_C = "ctrl+c interrupts the program running in a terminal, and some programs quit on it"
 
 #: A few of pyautogui's key names (its KEYBOARD_KEYS), enough for every rule.
 KNOWN = frozenset(
