@@ -31,7 +31,8 @@ and archives exported before.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,33 +44,60 @@ RUNS = "runs"
 BACKUPS = "backups"
 
 
+#: The JSON keys whose string values are texts read from the screen or typed (an
+#: operation's typed ``text`` and its objects' names; names, labels, descriptions). Ids,
+#: kinds and other keys are not texts: "0000" must not match every id that holds it.
+TEXT_KEYS = frozenset({"text", "object_name", "object_name2", "name", "label", "description"})
+#: A row's id inside a text (``s-0000002-ee1c81e6c2``; :func:`kgagent.memory.core.new_id`).
+ROW_ID = re.compile(r"\b[a-z]-\d{7,}-[0-9a-f]{10}\b")
+#: An input statistic's key that holds a typed text after it (``type:<text>``).
+TYPED = "type:"
+#: The prefix of the counts of inputs known before they were tried (kgagent/agent/inputs.py).
+KNOWN = "known:"
+
+
 class _Needle:
-    """Whether a text, or any string in a JSON value, holds the text to forget or names
-    one of the ids ``ids`` (objects, skills) as removed."""
+    """Whether a text, or a text-bearing string of a JSON value (:data:`TEXT_KEYS`), holds
+    the text to forget; or whether a JSON value names one of the ids ``ids`` (objects,
+    skills) that go, as a whole string."""
 
     def __init__(self, text: str) -> None:
         self.text = " ".join(text.split()).casefold()
         self.ids: set[str] = set()
 
     def in_text(self, value: Any) -> bool:
-        return isinstance(value, str) and self.text in " ".join(value.split()).casefold()
+        """A text holds the text to forget, outside the ids it names (a description
+        names states by id: "0000" is not in "state s-0000002-ee1c81e6c2")."""
+        if not isinstance(value, str):
+            return False
+        return self.text in " ".join(ROW_ID.sub(" ", value).split()).casefold()
 
-    def in_json(self, value: Any) -> bool:
-        """Any string of a JSON value (keys included) holds the text or is a removed id."""
+    def in_json(self, value: Any, key: str | None = None) -> bool:
+        """A string under a text key holds the text, or any string is a removed id."""
         if isinstance(value, str):
-            return self.in_text(value) or value in self.ids
+            return value in self.ids or (key in TEXT_KEYS and self.in_text(value))
         if isinstance(value, dict):
-            return any(self.in_json(k) or self.in_json(v) for k, v in value.items())
+            return any(self.in_json(v, k) for k, v in value.items())
         if isinstance(value, list):
-            return any(self.in_json(v) for v in value)
+            return any(self.in_json(v, key) for v in value)
         return False
 
     def in_json_text(self, text: str) -> bool:
-        """:meth:`in_json` of a JSON text; a text that is not JSON is looked at as it is."""
+        """:meth:`in_json` of a JSON text; a text that is not JSON is looked at as a text."""
         try:
             return self.in_json(json.loads(text))
         except ValueError:
-            return self.in_text(text) or any(i in text for i in self.ids)
+            return self.in_text(text) or text in self.ids
+
+    def in_input_key(self, key: str) -> bool:
+        """An input statistic's key (:func:`kgagent.agent.inputs.input_levels`, maybe
+        after ``known:``): the text typed (``type:<text>``), or an object that goes
+        (``object:<id>:<action>``)."""
+        key = key.removeprefix(KNOWN)
+        if key.startswith(TYPED):
+            return self.in_text(key[len(TYPED) :])
+        parts = key.split(":")
+        return len(parts) == 3 and parts[0] == "object" and parts[1] in self.ids
 
 
 def forget(
@@ -127,13 +155,8 @@ def _plan(mem: Any, needle: _Needle) -> dict[str, Any]:
         for r in mem.run_named("forget_cluster_rows")
         if needle.in_text(r["name"]) or needle.in_text(r["description"])
     ]
-    removed = set(objects)
-    keys = [
-        r["key"]
-        for r in mem.run_named("forget_input_keys")
-        if needle.in_text(r["key"]) or any(o in r["key"] for o in removed)
-    ]
-    needle.ids = removed | set(skills)
+    keys = [r["key"] for r in mem.run_named("forget_input_keys") if needle.in_input_key(r["key"])]
+    needle.ids = set(objects) | set(skills)
     stats = {}
     for r in mem.run_named("forget_state_stats_rows"):
         kept = _without(r["mcts"], needle, set(skills))
@@ -190,11 +213,12 @@ def _apply(mem: Any, plan: dict[str, Any]) -> None:
 
 
 def step_logs_holding(path: Path, text: str) -> list[tuple[Path, bool]]:
-    """The files under ``runs/`` with a line that holds ``text`` (as :class:`_Needle`
-    matches it, also JSON-escaped as the step log writes it), each with True; those that
-    cannot be read, with False."""
-    plain = " ".join(text.split()).casefold()
-    escaped = json.dumps(" ".join(text.split()))[1:-1].casefold()
+    """The files under ``runs/`` with a line that holds ``text`` in one of its strings,
+    each with True; those that cannot be read, with False. A step log's line is JSON,
+    whose strings escape letters outside ASCII (``Caf\\u00e9``): each line is decoded
+    before it is searched, and any string counts (a false find only asks the user to
+    look); a line that is not JSON is searched as it is."""
+    needle = _Needle(text)
     runs = path / RUNS
     if not runs.is_dir():
         return []
@@ -202,8 +226,28 @@ def step_logs_holding(path: Path, text: str) -> list[tuple[Path, bool]]:
     for f in sorted(p for p in runs.rglob("*") if p.is_file()):
         try:
             with f.open(encoding="utf-8", errors="replace") as fh:
-                if any(plain in line.casefold() or escaped in line.casefold() for line in fh):
+                if any(_line_holds(line, needle) for line in fh):
                     found.append((f, True))
         except OSError:
             found.append((f, False))
     return found
+
+
+def _line_holds(line: str, needle: _Needle) -> bool:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return needle.in_text(line)
+    return any(needle.in_text(s) for s in _strings(value))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)

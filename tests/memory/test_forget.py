@@ -192,3 +192,28 @@ def test_the_cli_forgets_and_names_the_step_log(built: Built) -> None:
     empty = CliRunner().invoke(cli, ["memory", "forget", " ", "--memory", mem], prog_name="kgagent")
     assert empty.exit_code == 1 and len(empty.output.strip().splitlines()) == 1
     assert "give the text to forget" in empty.output
+
+
+def test_a_text_in_ids_or_json_keys_is_not_forgotten(built: Built) -> None:
+    """Every string used to count: "0000" is in every id (``o-0000001-…``) and "in" in the
+    key ``kind``, so they took skills, input statistics and records that hold no such text."""
+    with Memory.open(built.path, Config(), read_only=True) as m:
+        before = graph_dump(m)
+    for text in ("0000", "kind", "object_id", "explores", "tried"):
+        out = forget(built.path, Config(), text, say=lambda _: None)
+        assert {k: v for k, v in out.items() if v and k != "dry_run"} == {}, text
+    with Memory.open(built.path, Config(), read_only=True) as m:
+        assert graph_dump(m) == before
+
+
+def test_a_step_log_holding_the_text_outside_ascii_is_named(built: Built) -> None:
+    """A step log writes "CAFÉ" as "CAF\\u00c9": the escaped text was searched lower-cased,
+    whose hex digits are not, and "café" found nothing there."""
+    runs = built.path / "runs"
+    (runs / "cafe.jsonl").write_text(json.dumps({"label": "CAFÉ", "typed": "Straße"}) + "\n")
+    said: list[str] = []
+    forget(built.path, Config(), "café", dry_run=True, say=said.append)
+    assert any("cafe.jsonl holds the text" in s for s in said)
+    said.clear()
+    forget(built.path, Config(), "STRASSE", dry_run=True, say=said.append)
+    assert any("cafe.jsonl holds the text" in s for s in said)
