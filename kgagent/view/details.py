@@ -43,7 +43,7 @@ def _table(head: list[str], rows: list[list[Any]], empty: str, total: int | None
     rows = rows[:PANEL_ROWS]
     table = html.Table(
         [
-            html.Thead(html.Tr([html.Th(h) for h in head])),
+            html.Thead(html.Tr([html.Th(h, scope="col") for h in head])),
             html.Tbody([html.Tr([html.Td(c) for c in r]) for r in rows]),
         ],
         className="mini",
@@ -55,10 +55,11 @@ def _table(head: list[str], rows: list[list[Any]], empty: str, total: int | None
 def hint() -> html.Div:
     return html.Div(
         [
-            html.H3("Nothing selected"),
+            html.H2("Nothing selected"),
             html.P(
                 "Click a state to see its screenshot, objects, HQ candidates and potential; "
-                "click a skill edge (red) to see its skill.",
+                "click a skill edge (red) to see its skill. From the keyboard: choose a state "
+                "in “neighbourhood of”, or a skill in “details of skill”.",
                 className="hint",
             ),
         ],
@@ -70,7 +71,7 @@ def state_panel(d: dict[str, Any], snap: Any, recording: tuple[str, int] | None)
     """A state: screenshot, visits, V_S (Eq. 10), HQ candidates (Eq. 3), edges, objects."""
     sid = d["id"]
     if d.get("error"):
-        return html.Div([html.H3(f"State {short_id(sid)}"), html.P(d["error"], className="note")])
+        return html.Div([html.H2(f"State {short_id(sid)}"), html.P(d["error"], className="note")])
     skills = snap.skills
     caption = (
         f"recorded screenshot: run {recording[0]}, after step {recording[1]}"
@@ -123,7 +124,7 @@ def state_panel(d: dict[str, Any], snap: Any, recording: tuple[str, int] | None)
     ]
     return html.Div(
         [
-            html.H3(f"State {short_id(sid)}", id="g-detail-title"),
+            html.H2(f"State {short_id(sid)}", id="g-detail-title"),
             html.Div(sid, className="mono"),
             html.Img(
                 src=f"/state/{sid}.png?v={d.get('visits', 0)}",
@@ -147,20 +148,20 @@ def state_panel(d: dict[str, Any], snap: Any, recording: tuple[str, int] | None)
                 className="btn",
                 style={"marginTop": "8px"},
             ),
-            html.H4("HQ candidates (Eq. 3), best edge weight"),
+            html.H3("HQ candidates (Eq. 3), best edge weight"),
             _table(
                 ["skill", "weight", "edge"],
                 hq_rows,
                 "none: no skill leaves this state or its similar states",
             ),
-            html.H4(f"Skill edges out ({len(out_rows)})"),
+            html.H3(f"Skill edges out ({len(out_rows)})"),
             _table(["skill", "to", "w", "n", "Δ", "R"], out_rows, "none"),
-            html.H4(f"Skill edges in ({len(in_rows)})"),
+            html.H3(f"Skill edges in ({len(in_rows)})"),
             _table(["skill", "from", "w", "n"], in_rows, "none"),
-            html.H4(f"Similar states ({len(similar_all)})"),
+            html.H3(f"Similar states ({len(similar_all)})"),
             html.P(", ".join(similar) or "none", className="hint"),
             _more(len(similar), len(similar_all), "the most similar"),
-            html.H4(f"Objects ({len(objects)})"),
+            html.H3(f"Objects ({len(objects)})"),
             html.Div(crops, className="crops") if crops else html.P("none", className="hint"),
             _more(len(crops), len(objects), "the first"),
         ]
@@ -178,7 +179,7 @@ def skill_panel(
     if k is None:
         return html.Div(
             [
-                html.H3("Unknown skill"),
+                html.H2("Unknown skill"),
                 html.P(f"{skill_id} is not in this memory.", className="hint"),
             ]
         )
@@ -228,7 +229,7 @@ def skill_panel(
         created += f" (run R{origin[0]}, step {origin[2]})"
     return html.Div(
         [
-            html.H3(k["name"], id="g-detail-title"),
+            html.H2(k["name"], id="g-detail-title"),
             html.Div(skill_id, className="mono"),
             _kv(
                 [
@@ -242,15 +243,15 @@ def skill_panel(
                     ("created", created),
                 ]
             ),
-            html.H4(f"Operations ({len(ops)})"),
+            html.H3(f"Operations ({len(ops)})"),
             html.Ol(ops, style={"paddingLeft": "20px", "margin": 0}),
-            html.H4(f"Skill edges ({len(edges)})"),
+            html.H3(f"Skill edges ({len(edges)})"),
             _table(
                 ["edge", "w (Eq. 1)", "n", "mean Δ", "last R"],
                 edge_rows,
                 "none (pruned skills keep no edges)",
             ),
-            html.H4("Description"),
+            html.H3("Description"),
             html.P(k["description"] or "-", className="hint"),
         ]
     )
@@ -261,7 +262,7 @@ def similar_panel(data: dict[str, Any]) -> html.Div:
     cosine = f"{weight:.4f}" if isinstance(weight, int | float) else "?"  # as the page sent it
     return html.Div(
         [
-            html.H3("Similarity edge", id="g-detail-title"),
+            html.H2("Similarity edge", id="g-detail-title"),
             _kv(
                 [
                     (
@@ -293,7 +294,7 @@ def pair_panel(edge: dict[str, Any], snap: Any) -> html.Div:
     ]
     return html.Div(
         [
-            html.H4(
+            html.H3(
                 f"{len(pair)} skills lead {short_id(str(src))} → {short_id(str(dst))}",
                 style={"marginTop": 0},
             ),

@@ -114,11 +114,61 @@ def state_options(ctx: Any, snap: Any, search: Any = None, value: Any = None) ->
     return state_choices(ctx, snap).offer(search, value, what="states")
 
 
+def skill_choices(ctx: Any, snap: Any) -> Choices:
+    """Every skill, the fittest first (as the library lists them)."""
+
+    def make() -> Choices:
+        rows = sorted(snap.skills.values(), key=lambda k: (-float(k["fitness"]), k["id"]))
+        return Choices(
+            [
+                {
+                    "label": f"{k['name']} (φ {float(k['fitness']):.2f}, {k['status']})",
+                    "value": k["id"],
+                }
+                for k in rows
+            ]
+        )
+
+    return ctx.derived.get(snap, "skill choices", make)
+
+
+def skill_options(ctx: Any, snap: Any, search: Any = None, value: Any = None) -> list:
+    """At most OPTION_LIMIT skills for the "details of skill" dropdown."""
+    return skill_choices(ctx, snap).offer(search, value, what="skills")
+
+
+#: The states "draw at most" accepts.
+CAP_MIN, CAP_MAX = 1, 20000
+
+
+def draw_cap(value: Any) -> tuple[int, str]:
+    """The states to draw at most, from what "draw at most" holds, and the message to show
+    when that is not a whole number from CAP_MIN to CAP_MAX (then: the default)."""
+    if value is None or value == "":
+        return DEFAULT_CAP, ""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = float("nan")
+    if number.is_integer() and CAP_MIN <= number <= CAP_MAX:
+        return int(number), ""
+    shown = str(value)[:40]
+    return DEFAULT_CAP, (
+        f"“{shown}” is not a whole number from {CAP_MIN} to {CAP_MAX:,}: "
+        f"drawing at most {DEFAULT_CAP} states"
+    )
+
+
+def _label(text: str, control: str) -> html.Label:
+    """The visible name of ``control`` (kgagent.view.a11y gives it to what Dash draws)."""
+    return html.Label(text, htmlFor=control, id=f"{control}-label", className="ctl")
+
+
 def layout(ctx: Any) -> html.Div:
     snap = ctx.source.snapshot()
     controls = html.Div(
         [
-            html.Label(className="ctl", children="run"),
+            _label("run", "g-run"),
             dcc.Dropdown(
                 id="g-run",
                 options=run_options(ctx),
@@ -126,7 +176,7 @@ def layout(ctx: Any) -> html.Div:
                 clearable=False,
                 search_order="original",
             ),
-            html.Label(className="ctl", children="cluster"),
+            _label("cluster", "g-cluster"),
             dcc.Dropdown(
                 id="g-cluster",
                 options=cluster_options(ctx, snap),
@@ -134,7 +184,7 @@ def layout(ctx: Any) -> html.Div:
                 clearable=False,
                 search_order="original",
             ),
-            html.Label(className="ctl", children="skill edges of weight ≥ (Eq. 1)"),
+            _label("skill edges of weight ≥ (Eq. 1)", "g-weight"),
             dcc.Slider(
                 id="g-weight",
                 min=0,
@@ -143,7 +193,7 @@ def layout(ctx: Any) -> html.Div:
                 value=0,
                 marks={0: "0", 0.25: ".25", 0.5: ".5", 0.75: ".75", 1: "1"},
             ),
-            html.Label(className="ctl", children="show"),
+            _label("show", "g-opts"),
             dcc.Checklist(
                 id="g-opts",
                 options=[
@@ -155,7 +205,7 @@ def layout(ctx: Any) -> html.Div:
                 value=["sim", "labels", "merge"],
                 labelClassName="opt",
             ),
-            html.Label(className="ctl", children="neighbourhood of"),
+            _label("neighbourhood of (and its details)", "g-focus"),
             dcc.Dropdown(
                 id="g-focus",
                 options=state_options(ctx, snap),
@@ -163,35 +213,43 @@ def layout(ctx: Any) -> html.Div:
                 placeholder="whole graph (type a state: s12)",
                 search_order="original",
             ),
-            html.Label(className="ctl", children="hops"),
+            _label("hops", "g-hops"),
             dcc.Slider(
                 id="g-hops", min=1, max=4, step=1, value=1, marks={i: str(i) for i in range(1, 5)}
             ),
-            html.Label(className="ctl", children="draw at most (states)"),
+            _label("draw at most (states)", "g-cap"),
             dcc.Input(
                 id="g-cap",
-                type="number",
-                min=1,
-                max=20000,
-                step=1,
+                type="number",  # no min/max: a number out of range comes, and is answered
                 value=DEFAULT_CAP,
                 debounce=True,
                 style={"width": "100%"},
             ),
-            html.Label(className="ctl", children="layout"),
+            html.P(id="g-cap-error", className="note", role="status"),
+            _label("details of skill", "g-skill"),
+            dcc.Dropdown(
+                id="g-skill",
+                options=skill_options(ctx, snap),
+                value=None,
+                placeholder="type a skill's name",
+                search_order="original",
+            ),
+            _label("layout", "g-layout"),
             dcc.Dropdown(
                 id="g-layout",
                 options=[{"label": k, "value": k} for k in LAYOUTS],
                 value="fcose",
                 clearable=False,
             ),
-            html.Label(className="ctl", children="download the drawing"),
+            html.Div("download the drawing", className="ctl", id="g-download-label"),
             html.Div(
                 [
                     html.Button("PNG", id="g-png", className="btn"),
                     html.Button("SVG", id="g-svg", className="btn"),
                 ],
                 className="btns",
+                role="group",
+                **{"aria-labelledby": "g-download-label"},
             ),
         ],
         className="panel controls",
@@ -260,7 +318,13 @@ def layout(ctx: Any) -> html.Div:
                 [
                     controls,
                     centre,
-                    html.Div(details.hint(), id="g-detail", className="panel detail"),
+                    html.Div(
+                        details.hint(),
+                        id="g-detail",
+                        className="panel detail",
+                        role="region",
+                        **{"aria-label": "details of the state or skill chosen"},
+                    ),
                 ],
                 className="row",
             ),
@@ -275,6 +339,7 @@ def register(app: Any, ctx: Any) -> None:
         Output("g-head", "children"),
         Output("g-notes", "children"),
         Output("g-sig", "data"),
+        Output("g-cap-error", "children"),
         Input("g-run", "value"),
         Input("g-cluster", "value"),
         Input("g-weight", "value"),
@@ -293,6 +358,7 @@ def register(app: Any, ctx: Any) -> None:
         if dctx.triggered_id == "g-tick" and sig == new_sig:
             raise PreventUpdate
         opts = [o for o in opts if isinstance(o, str)] if isinstance(opts, list) else []
+        cap, cap_error = draw_cap(cap)
         run = run if isinstance(run, str | int) else None
         cluster = cluster if isinstance(cluster, str) else None
         f = Filters(
@@ -302,7 +368,7 @@ def register(app: Any, ctx: Any) -> None:
             merge_parallel="merge" in opts,
             focus=focus if isinstance(focus, str) and focus else None,
             hops=request_value(int, hops, 1),
-            cap=request_value(int, cap, DEFAULT_CAP),
+            cap=cap,
         )
         if run not in (None, "all"):
             got = ctx.logs.run_edges(request_value(int, run, -1))
@@ -323,7 +389,14 @@ def register(app: Any, ctx: Any) -> None:
             html.B(f"{view.similar_edges:,}", id="g-count-similar"),
             f" similarity edge{_s(view.similar_edges)}",
         ]
-        return view.elements, stylesheet(labels, snap.theta_simi), head, " · ".join(notes), new_sig
+        return (
+            view.elements,
+            stylesheet(labels, snap.theta_simi),
+            head,
+            " · ".join(notes),
+            new_sig,
+            cap_error,
+        )
 
     @app.callback(Output("g-cy", "layout"), Input("g-layout", "value"))
     def relayout(name: Any) -> dict:
@@ -344,18 +417,32 @@ def register(app: Any, ctx: Any) -> None:
             options["scale"] = 3
         return {"type": kind, "action": "download", "filename": "kgagent-sa-kg", "options": options}
 
+    # A state or a skill is shown when it is clicked in the graph, or chosen from a
+    # dropdown ("neighbourhood of", "details of skill"): the keyboard's way to them.
     @app.callback(
         Output("g-detail", "children"),
         Output("g-selected", "data"),
         Input("g-cy", "tapNodeData"),
         Input("g-cy", "tapEdgeData"),
+        Input("g-focus", "value"),
+        Input("g-skill", "value"),
+        State("g-selected", "data"),
         prevent_initial_call=True,
     )
-    def detail(node, edge):
+    def detail(node, edge, focus, skill, selected):
         from dash import ctx as dctx
 
         snap = ctx.source.snapshot()
         prop = dctx.triggered[0]["prop_id"] if dctx.triggered else ""
+        if prop == "g-skill.value":
+            if not isinstance(skill, str) or not skill:
+                raise PreventUpdate
+            return _skill(ctx, snap, skill, {}), None
+        if prop == "g-focus.value":
+            # chosen from the state's own panel ("Show its neighbourhood"): it is shown
+            if not isinstance(focus, str) or not focus or focus == selected:
+                raise PreventUpdate
+            return _state(ctx, snap, focus)
         node = node if isinstance(node, dict) and isinstance(node.get("id"), str) else None
         # an edge as the graph draws it: both ends are state ids
         edge = (
@@ -373,13 +460,7 @@ def register(app: Any, ctx: Any) -> None:
             raise PreventUpdate
         if not node:
             raise PreventUpdate
-        d = ctx.source.state_detail(node["id"])
-        if d is None:
-            return details.hint(), None
-        rec = ctx.logs.state_recording(node["id"])
-        return details.state_panel(d, snap, (f"R{rec[0].index}", rec[1]) if rec else None), node[
-            "id"
-        ]
+        return _state(ctx, snap, node["id"])
 
     # The dropdown drops a value that is not among its options: the clicked state comes
     # with options that hold it, in the same update.
@@ -408,6 +489,16 @@ def register(app: Any, ctx: Any) -> None:
         return state_options(ctx, ctx.source.snapshot(), search, value)
 
     @app.callback(
+        Output("g-skill", "options"),
+        Input("g-skill", "search_value"),
+        Input("g-skill", "value"),
+        Input("g-sig", "data"),
+        prevent_initial_call=True,
+    )
+    def skills(search, value, _sig):
+        return skill_options(ctx, ctx.source.snapshot(), search, value)
+
+    @app.callback(
         Output("g-run", "options"),
         Input("g-run", "search_value"),
         Input("g-run", "value"),
@@ -426,6 +517,15 @@ def register(app: Any, ctx: Any) -> None:
     )
     def clusters(search, value, _sig):
         return cluster_options(ctx, ctx.source.snapshot(), search, value)
+
+
+def _state(ctx: Any, snap: Any, state_id: str) -> tuple[Any, str | None]:
+    """A state's panel, and the state it shows (None: none)."""
+    d = ctx.source.state_detail(state_id)
+    if d is None:
+        return details.hint(), None
+    rec = ctx.logs.state_recording(state_id)
+    return details.state_panel(d, snap, (f"R{rec[0].index}", rec[1]) if rec else None), state_id
 
 
 def _skill(ctx: Any, snap: Any, skill_id: str, edge: dict[str, Any]) -> html.Div:

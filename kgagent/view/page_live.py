@@ -8,6 +8,7 @@ from dash import Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from kgagent.view import figures
+from kgagent.view.a11y import ink_on
 from kgagent.view.graphview import short_id
 from kgagent.view.listing import Choices
 from kgagent.view.pages import request_value
@@ -40,6 +41,7 @@ def layout(ctx: Any) -> html.Div:
             dcc.Store(id="v-last"),
             html.Div(
                 [
+                    html.Label("run", htmlFor="v-log", id="v-log-label", className="inline-label"),
                     html.Div(
                         dcc.Dropdown(
                             id="v-log",
@@ -48,7 +50,13 @@ def layout(ctx: Any) -> html.Div:
                             clearable=False,
                             search_order="original",
                         ),
-                        style={"width": "520px"},
+                        style={"width": "520px", "maxWidth": "100%"},
+                    ),
+                    html.Label(
+                        "charts over",
+                        htmlFor="v-window",
+                        id="v-window-label",
+                        className="inline-label",
                     ),
                     dcc.RadioItems(
                         id="v-window",
@@ -64,7 +72,7 @@ def layout(ctx: Any) -> html.Div:
                     html.A("numbers (CSV)", id="v-csv", className="btn", href="#"),
                 ],
                 className="row",
-                style={"alignItems": "center", "marginBottom": "12px"},
+                style={"alignItems": "center", "marginBottom": "12px", "flexWrap": "wrap"},
             ),
             html.Div(
                 [
@@ -80,6 +88,12 @@ def layout(ctx: Any) -> html.Div:
                     ),
                     html.Div(
                         [
+                            # read out when it changes, politely: focus and scroll stay
+                            html.Div(
+                                id="v-status",
+                                role="status",
+                                **{"aria-live": "polite", "aria-atomic": "true"},
+                            ),
                             html.Div(id="v-info"),
                             dcc.Graph(
                                 id="v-rewards",
@@ -105,13 +119,39 @@ def layout(ctx: Any) -> html.Div:
     )
 
 
+#: The tick and cross of a transition's validity (text: 4.5:1 on white).
+VALID, INVALID = "#00785A", "#B34E00"
+
+
 def _badge(path: str) -> html.Span:
-    return html.Span(
-        path, className="badge", style={"background": figures.PATH_COLOURS.get(path, "#666")}
+    """A decision path in the colour its line has in the charts, its text readable on it."""
+    colour = figures.PATH_COLOURS.get(path, "#666666")
+    return html.Span(path, className="badge", style={"background": colour, "color": ink_on(colour)})
+
+
+def _status(log: Any, rec: dict[str, Any], live: bool) -> html.Div:
+    """The line a screen reader reads out as the run goes on: step N of run R, its state."""
+    status = (
+        "running"
+        if live
+        else "incomplete (no summary line: the run was killed)"
+        if log.unfinished
+        else f"finished ({log.status})"
+    )
+    return html.Div(
+        [
+            html.Span("step ", className="hint"),
+            html.B(str(rec.get("step")), id="v-step"),
+            html.Span(
+                f" of run R{log.index} · {log.header.get('env', '?')} · {status}",
+                className="hint",
+            ),
+        ],
+        style={"fontSize": "18px"},
     )
 
 
-def _info(log: Any, rec: dict[str, Any], live: bool) -> list[Any]:
+def _info(log: Any, rec: dict[str, Any]) -> list[Any]:
     execs = rec.get("executions") or []
     trail: list[Any] = []
     for i, e in enumerate(execs):
@@ -128,33 +168,15 @@ def _info(log: Any, rec: dict[str, Any], live: bool) -> list[Any]:
                 html.Td(f"{short_id(e.get('from_state', ''))} → {short_id(e.get('to_state', ''))}"),
                 html.Td(
                     "✓" if e.get("valid_transition") else "✗",
-                    style={"color": "#009E73" if e.get("valid_transition") else "#D55E00"},
+                    style={"color": VALID if e.get("valid_transition") else INVALID},
                 ),
                 html.Td(f"{float(e.get('r_total', 0.0)):+.2f}"),
             ]
         )
         for e in execs
     ]
-    status = (
-        "running"
-        if live
-        else "incomplete (no summary line: the run was killed)"
-        if log.unfinished
-        else f"finished ({log.status})"
-    )
     truth = rec.get("truth") or {}
     return [
-        html.Div(
-            [
-                html.Span("step ", className="hint"),
-                html.B(str(rec.get("step")), id="v-step"),
-                html.Span(
-                    f" of run R{log.index} · {log.header.get('env', '?')} · {status}",
-                    className="hint",
-                ),
-            ],
-            style={"fontSize": "18px"},
-        ),
         html.Div(log.name, className="mono"),
         html.Div(
             [html.Span("decision path: ", className="hint"), *trail], style={"margin": "10px 0"}
@@ -163,7 +185,10 @@ def _info(log: Any, rec: dict[str, Any], live: bool) -> list[Any]:
             [
                 html.Thead(
                     html.Tr(
-                        [html.Th(h) for h in ("path", "skill", "transition", "valid", "R_total")]
+                        [
+                            html.Th(h, scope="col")
+                            for h in ("path", "skill", "transition", "valid", "R_total")
+                        ]
                     )
                 ),
                 html.Tbody(rows),
@@ -188,6 +213,7 @@ def register(app: Any, ctx: Any) -> None:
     @app.callback(
         Output("v-frame", "src"),
         Output("v-caption", "children"),
+        Output("v-status", "children"),
         Output("v-info", "children"),
         Output("v-rewards", "figure"),
         Output("v-chart", "figure"),
@@ -213,6 +239,7 @@ def register(app: Any, ctx: Any) -> None:
                 None,
                 "",
                 msg,
+                None,
                 figures.reward_figure({}),
                 figures.live_figure(_empty()),
                 "#",
@@ -228,6 +255,7 @@ def register(app: Any, ctx: Any) -> None:
                 None,
                 "",
                 msg,
+                None,
                 figures.reward_figure({}),
                 figures.live_figure(_empty()),
                 "#",
@@ -240,7 +268,8 @@ def register(app: Any, ctx: Any) -> None:
         return (
             f"/frame/{log.index}/{step}.png",
             caption,
-            _info(log, rec, live),
+            _status(log, rec, live),
+            _info(log, rec),
             _rewards(rec),
             figures.live_figure(series, window or None),
             f"/download/live-{log.index}.csv",

@@ -98,7 +98,7 @@ def layout(ctx: Any) -> html.Div:
     if not rounds:
         return html.Div(
             [
-                html.H3("Rounds"),
+                html.H2("Rounds"),
                 html.P(
                     "No step logs in this memory yet: every `kgagent play` on it is one round.",
                     className="hint",
@@ -115,7 +115,7 @@ def layout(ctx: Any) -> html.Div:
             dcc.Store(id="r-sig", data=_sig(ctx)),
             html.Div(
                 [
-                    html.H3("Table 2 per round", style={"margin": 0}),
+                    html.H2("Table 2 per round", style={"margin": 0}),
                     html.A(
                         "table as CSV", href="/download/rounds.csv", className="btn", id="r-csv"
                     ),

@@ -22,7 +22,7 @@ def layout_for(path: str, ctx: Any) -> Any:
         return page_live.layout(ctx)
     if path == "/rounds":
         return page_rounds.layout(ctx)
-    return html.Div([html.H3("No such page"), html.P(f"{path} is not a page of this view.")])
+    return html.Div([html.H2("No such page"), html.P(f"{path} is not a page of this view.")])
 
 
 def register(app: Any, ctx: Any) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dash import Input, Output, dcc, html
+
+from kgagent.view import a11y
 
 PAGES = (
     ("/", "SA-KG"),
@@ -19,14 +22,15 @@ CSS = """
 body { margin:0; font-family: Helvetica, Arial, sans-serif; color:var(--ink); background:#fff;
        font-size:14px; }
 a { color: var(--accent); }
-.topbar { display:flex; align-items:center; gap:24px; padding:10px 20px; border-bottom:1px solid var(--line);
+.topbar { display:flex; flex-wrap:wrap; align-items:center; gap:8px 24px; padding:10px 20px; border-bottom:1px solid var(--line);
           background:#fff; position:sticky; top:0; z-index:10; }
 .brand { font-weight:700; font-size:16px; white-space:nowrap; }
 .brand small { font-weight:400; color:var(--muted); margin-left:8px; font-family:monospace; font-size:12px; }
 .nav { display:flex; gap:4px; }
 .nav a { padding:6px 12px; border-radius:6px; text-decoration:none; color:var(--ink); }
 .nav a.active { background:var(--ink); color:#fff; }
-.chips { display:flex; gap:14px; margin-left:auto; color:var(--muted); font-size:13px; white-space:nowrap; }
+.chips { display:flex; flex-wrap:wrap; gap:4px 14px; margin-left:auto; color:var(--muted); font-size:13px;
+         white-space:nowrap; }
 .chips b { color:var(--ink); font-variant-numeric: tabular-nums; }
 .banner { margin:8px 20px; padding:8px 12px; border-radius:6px; background:#fff3cd; color:#664d03;
           border:1px solid #ffe69c; }
@@ -39,8 +43,9 @@ a { color: var(--accent); }
 .controls input[type=checkbox] { margin-right:6px; }
 .controls .opt { display:block; font-size:13px; margin:3px 0; }
 .detail { width:380px; flex:none; max-height:calc(100vh - 90px); overflow:auto; }
-.detail h3 { margin:0 0 4px; font-size:16px; }
-.detail h4 { margin:14px 0 6px; font-size:13px; text-transform:uppercase; letter-spacing:.04em;
+.page h2 { font-size:1.17em; margin:1em 0; }
+.detail h2 { margin:0 0 4px; font-size:16px; }
+.detail h3 { margin:14px 0 6px; font-size:13px; text-transform:uppercase; letter-spacing:.04em;
              color:var(--muted); }
 .mono { font-family: ui-monospace, Menlo, Consolas, monospace; font-size:12px; color:var(--muted); }
 .kv { display:grid; grid-template-columns: auto 1fr; gap:2px 12px; font-size:13px; }
@@ -69,11 +74,21 @@ table.mini td { border-bottom:1px solid #f1f3f5; padding:3px 4px; font-variant-n
 .figcard .btns { justify-content:flex-end; margin-top:-4px; }
 .hint { color:var(--muted); font-size:13px; }
 .dash-table-container .dash-spreadsheet-container .dash-spreadsheet-inner th { font-weight:600; }
+.inline-label { font-size:12px; color:var(--muted); text-transform:uppercase; letter-spacing:.04em; }
+/* narrow screens: the panels one above another, the graph full width */
+@media (max-width: 900px) {
+  .topbar { position:static; }
+  .brand small { display:none; }
+  .chips { margin-left:0; }
+  .row { flex-direction:column; align-items:stretch; }
+  .controls, .detail { width:auto; max-height:none; }
+  .figgrid { grid-template-columns: 1fr; }
+}
 """
 
 INDEX = (
     """<!DOCTYPE html>
-<html>
+<html lang="en">
   <head>
     {%metas%}
     <title>{%title%}</title>
@@ -81,13 +96,30 @@ INDEX = (
     {%css%}
     <style>"""
     + CSS
+    + a11y.CSS
     + """</style>
   </head>
   <body>
     {%app_entry%}
-    <footer>{%config%}{%scripts%}{%renderer%}</footer>
+    <footer>{%config%}{%scripts%}{%renderer%}<script>"""
+    + a11y.SCRIPT
+    + """</script></footer>
   </body>
 </html>"""
+)
+
+SITE = "kgagent view"
+
+
+#: Sets the document's title and the page's heading in the browser as the path changes
+#: (no request; the page names come from PAGES).
+TITLE_JS = (
+    "function (path) {"
+    f" const names = {json.dumps(dict(PAGES))};"
+    " const p = (!path || path === '/graph') ? '/' : path;"
+    " const name = names[p] || 'No such page';"
+    f" document.title = name + ' · {SITE}';"
+    " return name; }"
 )
 
 
@@ -96,22 +128,29 @@ def layout(ctx: Any) -> html.Div:
         [
             dcc.Location(id="url"),
             dcc.Interval(id="tick", interval=3000),
-            html.Div(
+            html.Header(
                 [
-                    html.Div(["kgagent view", html.Small(str(ctx.memory))], className="brand"),
-                    html.Nav(id="nav", className="nav"),
+                    html.Div([SITE, html.Small(str(ctx.memory))], className="brand"),
+                    html.Nav(id="nav", className="nav", **{"aria-label": "pages"}),
                     html.Div(id="chips", className="chips"),
                 ],
                 className="topbar",
             ),
-            html.Div(id="banner"),
-            html.Div(id="page", className="page"),
+            html.Main(
+                [
+                    html.H1(id="page-title", className="sr-only"),
+                    html.Div(id="banner"),
+                    html.Div(id="page", className="page"),
+                ]
+            ),
         ]
     )
 
 
 def register(app: Any, ctx: Any) -> None:
     from kgagent.view import pages
+
+    app.clientside_callback(TITLE_JS, Output("page-title", "children"), Input("url", "pathname"))
 
     @app.callback(Output("nav", "children"), Input("url", "pathname"))
     def nav(path: str | None) -> list:

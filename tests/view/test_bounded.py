@@ -145,6 +145,8 @@ def test_the_pages_hold_bounded_lists_and_say_how_many_of_how_many(client) -> No
     assert len(_real(graph["g-cluster"]["options"])) == 1 + OPTION_LIMIT  # "all clusters" too
     assert f"of {CLUSTERS} clusters" in graph["g-cluster"]["options"][-1]["label"]
     assert len(_real(graph["g-run"]["options"])) == 1 + OPTION_LIMIT
+    assert len(_real(graph["g-skill"]["options"])) == OPTION_LIMIT < SKILLS
+    assert f"of {SKILLS} skills" in graph["g-skill"]["options"][-1]["label"]
     assert len(_real(page(client, "/live")["v-log"]["options"])) == 1 + OPTION_LIMIT
     lib = page(client, "/library")
     assert len(lib["l-skills"]["data"]) == PAGE_SIZE < SKILLS
@@ -316,7 +318,13 @@ def test_in_the_browser_a_state_found_by_typing_is_drawn_with_its_neighbourhood(
         )
         _wait(browser, f"(() => {{ {CY} return cy.nodes().length == {STATES}; }})()", "all")
         browser.execute_script(CY + f" cy.getElementById('{s125}').emit('tap');")
-        _wait(browser, "document.getElementById('g-focus-here')", "the state panel").click()
+        # s120's panel (shown when it was chosen) is there until s125's comes
+        _wait(
+            browser,
+            "document.getElementById('g-detail-title').textContent === 'State s125'",
+            "the state panel of s125",
+        )
+        browser.find_element(By.ID, "g-focus-here").click()
         _wait(
             browser,
             "document.getElementById('g-notes').textContent.includes('neighbourhood of s125')",

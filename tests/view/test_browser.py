@@ -195,6 +195,13 @@ def test_live_page_follows_a_running_play(site, browser, played, tmp_path):
     browser.get(site.url + "/live")
     _wait(browser, "document.getElementById('v-step')", "the live page")
     before = int(_text(browser, "v-step"))
+    # the step line is read out politely: it lives in a status region the updates keep
+    region = browser.execute_script(
+        "const r = document.getElementById('v-status'); r.dataset.kept = '1';"
+        "return [r.getAttribute('role'), r.getAttribute('aria-live'), r.contains("
+        "document.getElementById('v-step'))];"
+    )
+    assert region == ["status", "polite", True]
     record = tmp_path / "rec"
     cmd = play_command(
         played, "--seed", "2", "--record", str(record), "--set", "brain.kind=offline", steps=80
@@ -206,10 +213,15 @@ def test_live_page_follows_a_running_play(site, browser, played, tmp_path):
         while time.monotonic() < end and proc.poll() is None:
             # one read of the page: the step and the status of the same render
             text, info = browser.execute_script(
-                "const s = document.getElementById('v-step'), i = document.getElementById('v-info');"
+                "const s = document.getElementById('v-step'), i = document.getElementById('v-status');"
                 "return [s ? s.textContent : '', i ? i.textContent : ''];"
             )
             if text.isdigit() and "running" in info:
+                if not seen:  # a reader's place stays put as the steps come in
+                    place = browser.execute_script(
+                        "document.getElementById('v-csv').focus(); window.scrollTo(0, 200);"
+                        "return [document.activeElement.id, window.scrollY];"
+                    )
                 if not seen or int(text) != seen[-1]:
                     seen.append(int(text))
                 if len(seen) >= 3:
@@ -219,6 +231,9 @@ def test_live_page_follows_a_running_play(site, browser, played, tmp_path):
             f"the live page did not follow the run (saw steps {seen}, before {before})"
         )
         assert seen == sorted(seen)
+        assert place[1] > 0  # scrolled: the focused control and the scroll are kept
+        assert browser.execute_script("return [document.activeElement.id, window.scrollY]") == place
+        assert browser.execute_script("return document.getElementById('v-status').dataset.kept")
         caption = _wait(
             browser,
             "(() => { const c = document.getElementById('v-caption'); "
