@@ -53,7 +53,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -62,6 +61,7 @@ import openai
 
 from kgagent.brain import pricing, prompts
 from kgagent.brain.base import Usage
+from kgagent.brain.callrecord import CallRecord
 from kgagent.brain.endpoint import (
     MODE,
     NOT_API,
@@ -82,6 +82,7 @@ from kgagent.brain.reply import (
     arguments,
     one_line,
     server_message,
+    spent_thinking,
     validate,
 )
 from kgagent.brain.response import NotACompletion, completion, retry_after
@@ -94,34 +95,9 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 FORM_STATUSES = frozenset({400, 415, 422})
 #: words in a 5xx message that blame the request's form, not the server's state
 FORM_WORDS = ("tool", "jinja", "response_format", "json_schema", "grammar", "function")
-
-
-@dataclass
-class CallRecord:
-    """What one role call cost and how it ended."""
-
-    role: str
-    ok: bool = False
-    attempts: int = 0  # counted tries (retries spend them)
-    requests: int = 0  # HTTP requests, steps down and the truncation retry included
-    mode: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    estimated: bool = False
-    cost_usd: float = 0.0
-    error: str = ""
-    #: the kind of a failure that asking again cannot fix (endpoint.unfixable), or ""
-    unfixable: str = ""
-    #: the call ended because the run is stopping (no request, or one abandoned)
-    stopped: bool = False
-    #: its last request, and every request of the run before it, reached no server
-    #: (connection refused, unknown host, no route: endpoint.not_reached)
-    unreached: bool = False
-    #: requests sent again after a failed one (backoff retries) ...
-    retries: int = 0
-    #: ... of them after HTTP 429, and the seconds waited before those
-    rate_limited: int = 0
-    rate_limit_wait_s: float = 0.0
+#: how far a cut reply's max_tokens is doubled, times the configured, while the model
+#: spends it thinking (ours: 8192 at the default 512; a reply cut otherwise: once)
+RAISE_CAP = 16
 
 
 class RequestAbandoned(KeyboardInterrupt):
@@ -307,7 +283,8 @@ class ChatClient:
         ]
         raised_limits = params.setdefault("max_tokens", {})  # configured → raised
         max_tokens = raised_limits.get(cfg.max_output_tokens, cfg.max_output_tokens)
-        raised = max_tokens != cfg.max_output_tokens  # raised once, by this call or before
+        raised = max_tokens != cfg.max_output_tokens  # by this call or before
+        cap = (cfg.max_output_tokens or 0) * RAISE_CAP  # while a model thinks
         unreached = False  # the last request reached no server
         while record.attempts <= retries:
             if self.stopping:
@@ -394,9 +371,11 @@ class ChatClient:
                     break
                 except Truncated:
                     record.error = f"reply cut at max_tokens ({max_tokens})"
-                    if raised or max_tokens is None:
+                    thinking = spent_thinking(response)  # raised again while it thinks
+                    if max_tokens is None or (raised and not thinking) or max_tokens >= cap:
                         break
-                    max_tokens, raised = self._raise_limit(max_tokens, raised_limits), True
+                    max_tokens = self._raise_limit(max_tokens, raised_limits, thinking)
+                    raised = True
                     continue
                 except NoToolCall as e:
                     record.error = str(e)
@@ -429,10 +408,11 @@ class ChatClient:
             u.rate_limited += 1
             u.rate_limit_wait_s += wait
 
-    def _raise_limit(self, cut: int, raised_limits: dict[int | None, int]) -> int:
+    def _raise_limit(self, cut: int, raised: dict[int | None, int], thinking: bool) -> int:
         """Twice ``cut`` tokens, remembered for the endpoint's later calls (said once)."""
-        raised_limits[self.cfg.max_output_tokens] = more = cut * 2
-        line = f"replies were cut at {cut} tokens; using {more} (set brain.max_output_tokens)"
+        raised[self.cfg.max_output_tokens] = more = cut * 2
+        why = ", spent thinking" if thinking else ""
+        line = f"replies were cut at {cut} tokens{why}; using {more} (set brain.max_output_tokens)"
         self._note(line)
         self._tell(f"max_tokens:{more}", f"brain: {line}")
         return more

@@ -93,13 +93,27 @@ _OPEN, _CLOSE = "<think>", "</think>"
 _CALL_KEYS = frozenset({"name", "parameters", "arguments", "type"})
 
 
+#: OpenAI's Harmony format (gpt-oss), when a server passes its tokens through: the
+#: ``analysis`` channel is thinking, the answer follows the last ``final`` header
+_FINAL = "<|channel|>final<|message|>"
+_ANALYSIS = "<|channel|>analysis<|message|>"
+_HARMONY_END = re.compile(r"<\|(?:end|return|call)\|>")
+
+
 def without_thoughts(text: str) -> tuple[str, bool]:
     """``text`` without a reasoning model's ``<think>…</think>``; True when the answer is
     at the end (the thoughts were opened and never closed, so they run up to it).
 
     A ``</think>`` without its opening tag (a chat template that opens the block in the
-    prompt) ends thoughts that began with the reply.
+    prompt) ends thoughts that began with the reply. In Harmony's tokens, the answer is
+    the ``final`` channel's message; with only an ``analysis`` channel, it runs up to it.
     """
+    final = text.rfind(_FINAL)
+    if final >= 0:
+        return _HARMONY_END.split(text[final + len(_FINAL) :], 1)[0], False
+    analysis = text.rfind(_ANALYSIS)
+    if analysis >= 0:
+        return _HARMONY_END.split(text[analysis + len(_ANALYSIS) :], 1)[0], True
     text = _THOUGHT.sub("", text)
     close = text.lower().rfind(_CLOSE)
     if close >= 0:
@@ -110,11 +124,12 @@ def without_thoughts(text: str) -> tuple[str, bool]:
     return text, False
 
 
-def json_objects_in(text: str) -> list[dict[str, Any]]:
+def json_objects_in(text: str, answer_last: bool = False) -> list[dict[str, Any]]:
     """Every JSON object in ``text``, outermost only, in order (bare, in code fences,
     between prose); a reasoning model's thoughts left out, and last first when they
-    run up to the answer (:func:`without_thoughts`)."""
-    text, answer_last = without_thoughts(text or "")
+    run up to the answer (:func:`without_thoughts`) or ``answer_last`` says so."""
+    text, last = without_thoughts(text or "")
+    answer_last = answer_last or last
     decoder = json.JSONDecoder()
     found: list[dict[str, Any]] = []
     start = text.find("{")
@@ -150,10 +165,13 @@ def unwrapped(value: dict[str, Any], tool: str) -> dict[str, Any]:
     return inner if isinstance(inner, dict) else value
 
 
-def answer_in(text: str, tool: str, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+def answer_in(
+    text: str, tool: str, schema: dict[str, Any] | None, answer_last: bool = False
+) -> dict[str, Any] | None:
     """The JSON object in ``text`` that answers ``tool``: the first that validates against
-    ``schema`` (a tool call written as text unwrapped), else the first; None: none."""
-    found = [unwrapped(v, tool) for v in json_objects_in(text)]
+    ``schema`` (a tool call written as text unwrapped), else the first; None: none.
+    ``answer_last``: ``text`` is thinking that runs up to the answer (last first)."""
+    found = [unwrapped(v, tool) for v in json_objects_in(text, answer_last)]
     if not found:
         return None
     if schema is not None:
@@ -188,7 +206,7 @@ def arguments(
         raise Truncated("reply cut at max_tokens")
     if finish == "content_filter":
         raise Refused("the reply was withheld by the server's content filter")
-    content = getattr(message, "content", None) or ""
+    content, last = reply_text(message)
     if mode == "tools":
         for call in getattr(message, "tool_calls", None) or []:
             fn = getattr(call, "function", None)
@@ -204,12 +222,47 @@ def arguments(
             if not isinstance(args, dict):
                 raise InvalidReply("tool arguments are not a JSON object")
             return args
-        found = answer_in(content, tool, schema) if content_fallback else None
+        found = answer_in(content, tool, schema, last) if content_fallback else None
         raise NoToolCall(f"no {tool} tool call in the reply", found)
-    found = answer_in(content, tool, schema)
+    found = answer_in(content, tool, schema, last)
     if found is None:
         raise InvalidReply(f"no JSON object in the reply ({one_line(content, 60) or 'empty'})")
     return found
+
+
+#: Where servers put a reasoning model's thinking apart from ``content`` (vLLM's and
+#: llama.cpp's reasoning parsers: ``reasoning_content``; newer vLLM: ``reasoning``)
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def reply_text(message: Any) -> tuple[str, bool]:
+    """The text to read an answer from: ``content``; when that is empty, the thinking a
+    server moved apart (:data:`REASONING_FIELDS`: a model that never closed its thinking
+    leaves its answer at the end of it), with True (the answer is last)."""
+    content = getattr(message, "content", None) or ""
+    if content.strip():
+        return content, False
+    for name in REASONING_FIELDS:
+        thought = getattr(message, name, None)
+        if isinstance(thought, str) and thought.strip():
+            return thought, True
+    return content, False
+
+
+def spent_thinking(response: Any) -> bool:
+    """A cut reply spent its tokens thinking: the usage's ``reasoning_tokens`` are at
+    least half its completion tokens, or it has no content but thinking apart from it."""
+    usage = getattr(response, "usage", None)
+    done = getattr(usage, "completion_tokens", None)
+    details = getattr(usage, "completion_tokens_details", None)
+    thinking = getattr(details, "reasoning_tokens", None)
+    if isinstance(done, int) and isinstance(thinking, int) and done > 0:
+        return thinking * 2 >= done
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        return False
+    text, apart = reply_text(choices[0].message)
+    return apart or without_thoughts(text)[1]  # or thinking inline, never closed
 
 
 # ---------------------------------------------------------------------- errors

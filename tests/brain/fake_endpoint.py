@@ -77,6 +77,10 @@ class Reply:
     #: raw bytes sent as they are, with ``content_type`` (instead of a JSON payload)
     body: bytes | None = None
     content_type: str = "application/json"
+    #: a reasoning parser's thinking apart from ``content`` (vLLM, llama.cpp)
+    reasoning_content: str | None = None
+    #: ``usage.completion_tokens_details.reasoning_tokens``
+    reasoning_tokens: int | None = None
 
 
 def tool_reply(tool: str, arguments: dict[str, Any] | str, usage=(100, 10)) -> Reply:
@@ -360,6 +364,8 @@ class FakeEndpoint:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.refusal is not None:
             message["refusal"] = reply.refusal
+        if reply.reasoning_content is not None:
+            message["reasoning_content"] = reply.reasoning_content
         if reply.tool is not None:
             args = reply.arguments
             message["tool_calls"] = [
@@ -383,6 +389,10 @@ class FakeEndpoint:
         if reply.usage is not None:
             pt, ct = reply.usage
             out["usage"] = {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct}
+            if reply.reasoning_tokens is not None:
+                out["usage"]["completion_tokens_details"] = {
+                    "reasoning_tokens": reply.reasoning_tokens
+                }
         return out
 
 

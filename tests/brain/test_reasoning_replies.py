@@ -1,0 +1,69 @@
+"""Reasoning models' replies: the answer is found where their servers put it, and a model
+that spends its tokens thinking gets more of them (kgagent/brain/reply.py, client.py)."""
+
+from __future__ import annotations
+
+import json
+
+from kgagent.brain.prompts import SCHEMAS
+from kgagent.brain.reply import answer_in, without_thoughts
+
+from .fake_endpoint import Reply, tool_reply
+from .helpers import EVAL_OK, brain_for, skill, transition
+
+DRAFT = {**EVAL_OK, "is_consistent": not EVAL_OK["is_consistent"]}
+
+
+def test_harmony_tokens_answer_from_the_final_channel_not_the_analysis() -> None:
+    """gpt-oss through a server that passes Harmony's tokens: the draft in the analysis
+    channel validated first and was taken as the answer (no failure said)."""
+    text = (
+        "<|channel|>analysis<|message|>First try: " + json.dumps(DRAFT) + " hmm, no.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>" + json.dumps(EVAL_OK) + "<|return|>"
+    )
+    assert answer_in(text, "evaluate", SCHEMAS["evaluate"]) == EVAL_OK
+    only = "<|channel|>analysis<|message|>" + json.dumps(DRAFT) + " then " + json.dumps(EVAL_OK)
+    assert without_thoughts(only)[1] is True  # no final channel: the answer is last
+    assert answer_in(only, "evaluate", SCHEMAS["evaluate"]) == EVAL_OK
+
+
+def test_an_answer_left_in_reasoning_content_is_read(endpoint) -> None:
+    """vLLM's reasoning parser, when the model never closed its thinking: ``content`` is
+    null and the answer ends ``reasoning_content``; every call failed "(empty)"."""
+    b = brain_for(endpoint, max_retries=0)
+    thought = "Let me see. " + json.dumps(DRAFT) + " No, rather: " + json.dumps(EVAL_OK)
+    endpoint.push(Reply(content=None, reasoning_content=thought))
+    got = b.evaluate(skill(), transition())
+    assert b.usage.failed_calls == 0
+    assert got.consistent is EVAL_OK["is_consistent"]
+
+
+def test_a_model_that_spends_its_tokens_thinking_is_given_more_until_the_cap(endpoint) -> None:
+    """A thinking model cut at 512 and again at 1024 (all of it reasoning) never answered:
+    the limit was raised once. Now it doubles while the cut replies were thinking."""
+    b = brain_for(endpoint, max_retries=0, max_output_tokens=100)
+    thinking = Reply(
+        content="<think>hmm", finish_reason="length", usage=(50, 90), reasoning_tokens=90
+    )
+    endpoint.push(thinking, thinking, thinking, tool_reply("evaluate", EVAL_OK))
+    b.evaluate(skill(), transition())
+    assert [r["body"]["max_tokens"] for r in endpoint.requests] == [100, 200, 400, 800]
+    assert b.usage.failed_calls == 0
+    assert any("spent thinking" in n for n in b.take_notes())
+
+
+def test_thinking_stops_being_raised_at_sixteen_times_the_configured_limit(endpoint) -> None:
+    b = brain_for(endpoint, max_retries=0, max_output_tokens=100)
+    thinking = Reply(content=None, reasoning_content="hmm", finish_reason="length")
+    endpoint.push(*[thinking] * 6)
+    b.evaluate(skill(), transition())
+    sent = [r["body"]["max_tokens"] for r in endpoint.requests]
+    assert sent == [100, 200, 400, 800, 1600] and b.usage.failed_calls == 1
+
+
+def test_a_reply_cut_without_thinking_is_still_raised_once(endpoint) -> None:
+    b = brain_for(endpoint, max_retries=0, max_output_tokens=100)
+    cut = Reply(content=json.dumps(EVAL_OK)[:20], finish_reason="length", reasoning_tokens=0)
+    endpoint.push(cut, cut, cut)
+    b.evaluate(skill(), transition())
+    assert [r["body"]["max_tokens"] for r in endpoint.requests] == [100, 200]
