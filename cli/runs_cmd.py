@@ -228,7 +228,6 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
         rows.append(
             {
                 "log": p.name,
-                "started": _local_time(run_start(p)),  # what the rows are ordered by
                 "env": d.get("env"),
                 "seed": d.get("seed"),
                 "ablation": d.get("ablation"),
@@ -242,6 +241,9 @@ def list_cmd(folder: Path | None, memory: Path, config: Config, fmt: str) -> Non
                 "err": _err(d, table),
                 "brain": _brain(d),
                 "cost_usd": _cost(float(d.get("cost_usd", 0.0)), table),
+                # what the rows are ordered by; last, so that the columns before keep
+                # their places for scripts that read them by position
+                "started": _local_time(run_start(p)),
             }
         )
     if not rows and fmt == "table":

@@ -207,10 +207,10 @@ def _export(
         "encoder": (encoder or {}).get("identity"),
         "vectors": meta["vectors"],
         "blobs": meta["blobs"],
-        "blobs_left_out": len(present - named),
     }
     for name, t in meta_tables.items():
         summary[f"rows_{name}"] = t["rows"]
+    summary["blobs_left_out"] = len(present - named)  # last: the columns before keep their places
     return summary
 
 

@@ -90,6 +90,7 @@ def test_runs_list_shows_them_in_that_order(cfg, tmp_path, zone) -> None:
     assert [r["log"] for r in rows] == made
     started = [datetime.fromisoformat(r["started"]) for r in rows]
     assert started == sorted(started) and {r["started"][-6:] for r in rows} == {"+05:30"}
+    assert list(rows[0])[:3] == ["log", "env", "seed"] and list(rows[0])[-1] == "started"
 
 
 def _log(folder: Path, name: str, started: str) -> Path:

@@ -156,6 +156,7 @@ def test_an_export_leaves_them_out_and_imports(populated: Populated, tmp_path: P
         members = {Path(n).stem for n in tar.getnames() if n.startswith("blobs/")}
     assert members == named(populated.path) and crop not in members
     assert (summary["blobs"], summary["blobs_left_out"]) == (5, 1)
+    assert list(summary)[-1] == "blobs_left_out"  # last: a script's columns keep their places
     import_memory(out, tmp_path / "copy")
     assert blobs(tmp_path / "copy") == named(populated.path)
     assert all(r["status"] == "ok" for r in rows(tmp_path / "copy").values())
