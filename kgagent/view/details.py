@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+from datetime import datetime
 from typing import Any
 
 from dash import html
@@ -12,9 +12,13 @@ from kgagent.view.source import is_blob_id
 
 
 def when(t: Any) -> str:
+    """``t`` (seconds since the epoch) in the server's time zone with its offset, as
+    `kgagent memory info` and `runs list` give times: comparable between machines."""
     try:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(t))) if t else "-"
-    except (TypeError, ValueError, OverflowError):
+        if not t:
+            return "-"
+        return datetime.fromtimestamp(float(t)).astimezone().isoformat(sep=" ", timespec="seconds")
+    except (TypeError, ValueError, OverflowError, OSError):
         return "-"
 
 

@@ -447,3 +447,23 @@ def test_a_table_download_from_a_memory_it_cannot_read_says_so(
         assert r.status_code == 503
         assert "cannot be read now" in r.data.decode() and "pid 7" in r.data.decode()
     assert client.get("/download/rounds.csv").status_code == 200
+
+
+def test_times_carry_their_offset(monkeypatch) -> None:
+    """A skill's "created" in the library (and its CSV) and a state's first and last seen
+    were local times without a zone, unlike `memory info` and `runs list`."""
+    import time
+    from datetime import datetime
+
+    from kgagent.view.details import when
+
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        shown = when(1_700_000_000)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert shown == "2023-11-15 03:43:20+05:30"
+    assert datetime.fromisoformat(shown).timestamp() == 1_700_000_000
+    assert when(None) == when("x") == "-"
