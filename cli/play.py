@@ -157,7 +157,12 @@ def _refuse_conflicts(cfg: Config, **given: str | None) -> None:
     default=None,
     help="Where the JSONL step log goes (default: <memory>/runs).",
 )
-@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "--quiet",
+    is_flag=True,
+    help="No progress bar. Without it: a redrawn bar on a terminal; a plain line every "
+    "30 s where stderr is a pipe or a file, or TERM=dumb (a screen reader's shell).",
+)
 @common_options()
 def play_cmd(
     env_name: str | None,

@@ -102,13 +102,20 @@ def _isatty(stream: Any) -> bool:
 
 def progress_bar(total: int, desc: str, unit: str) -> Any:
     """A progress bar on standard error: tqdm's on a terminal; elsewhere (a file, a pipe,
-    a CI log) :class:`PlainProgress`'s lines, without tqdm's carriage returns and block
-    characters. Both take ``update``, ``set_postfix_str``, ``write`` and ``close``."""
-    if not _isatty(sys.stderr):
+    a CI log) and on a terminal that asks for no cursor movement (``TERM=dumb``: a screen
+    reader's, an editor's shell) :class:`PlainProgress`'s lines, without tqdm's carriage
+    returns and block characters. Both take ``update``, ``set_postfix_str``, ``write``
+    and ``close``. A tqdm that cannot draw with the ``$TQDM_*`` settings it reads from
+    the environment gives plain lines too, and says so."""
+    if not _isatty(sys.stderr) or os.environ.get("TERM") == "dumb":
         return PlainProgress(total, desc, unit)
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, file=STDERR, dynamic_ncols=True)
+    try:
+        return tqdm(total=total, desc=desc, unit=unit, file=STDERR, dynamic_ncols=True)
+    except Exception as e:  # noqa: BLE001 - tqdm's own settings ($TQDM_ASCII=1 divides by 0)
+        tell(f"note: tqdm cannot draw a bar ({type(e).__name__}; check $TQDM_*): plain lines")
+        return PlainProgress(total, desc, unit)
 
 
 class PlainProgress:

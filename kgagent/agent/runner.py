@@ -498,13 +498,18 @@ def _bound(env: Any) -> str | None:
     return describe() if callable(describe) else None
 
 
+#: The characters of a skill's name in the progress bar's postfix (cut ones end in "...").
+POSTFIX_NAME = 28
+
+
 def _progress(total: int, enabled: bool) -> Any:
     return progress_bar(total, "play", "step") if enabled else None
 
 
 def _postfix(rec: StepRecord, records: list[dict[str, Any]]) -> str:
     added = sum(len(r.get("skills_added", [])) for r in records)
-    name = visible(rec.skill_name or "-")[:28]  # a name may hold a hostile label
+    name = visible(rec.skill_name or "-")  # a name may hold a hostile label
+    name = name if len(name) <= POSTFIX_NAME else name[: POSTFIX_NAME - 3] + "..."
     return f"{rec.path}: {name} | +skills {added} | R {rec.r_total:.2f}"
 
 
