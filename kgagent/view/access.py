@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from kgagent.errors import ConfigError
+from kgagent.view.hosts import refuse
 
 COOKIE_PREFIX = "kgagent-view-"
 #: What a token given by the user may hold: URL- and cookie-safe characters, and not short.
@@ -87,16 +88,6 @@ def guard(wsgi_app: Callable[..., Any], token: str) -> Callable[..., Any]:
                 return start_response(status, [*headers, ("Set-Cookie", set_cookie)], *exc)
 
             return wsgi_app(environ, with_cookie)
-        body = REFUSAL.encode()
-        start_response(
-            "403 Forbidden",
-            [
-                ("Content-Type", "text/plain; charset=utf-8"),
-                ("Content-Length", str(len(body))),
-                ("X-Content-Type-Options", "nosniff"),
-                ("Cache-Control", "no-store"),
-            ],
-        )
-        return [body]
+        return refuse(start_response, "403 Forbidden", REFUSAL)
 
     return app

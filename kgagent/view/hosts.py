@@ -109,16 +109,21 @@ def guard(wsgi_app: Callable[..., Any], policy: HostPolicy) -> Callable[..., Any
         header = environ.get("HTTP_HOST")
         if policy.allows(header):
             return wsgi_app(environ, start_response)
-        body = refusal(header or "").encode("utf-8", "replace")
-        start_response(
-            "400 Bad Request",
-            [
-                ("Content-Type", "text/plain; charset=utf-8"),
-                ("Content-Length", str(len(body))),
-                ("X-Content-Type-Options", "nosniff"),
-                ("Cache-Control", "no-store"),
-            ],
-        )
-        return [body]
+        return refuse(start_response, "400 Bad Request", refusal(header or ""))
 
     return app
+
+
+def refuse(start_response: Callable[..., Any], status: str, line: str) -> list[bytes]:
+    """A refusal before the app: ``status`` and one line of plain text, not cached."""
+    body = line.encode("utf-8", "replace")
+    start_response(
+        status,
+        [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(body))),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Cache-Control", "no-store"),
+        ],
+    )
+    return [body]
