@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from polling import wait_until
 
 from kgagent.actions import Action
 from kgagent.config import DesktopConfig
@@ -19,15 +20,6 @@ from kgagent.errors import ActionRefused, EnvironmentError_
 
 pytestmark = pytest.mark.desktop
 APP = Path(__file__).with_name("desktop_app.py")
-
-
-def _wait(pred, timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _window_up(title: str, display: str) -> bool:
@@ -43,7 +35,9 @@ def _window_up(title: str, display: str) -> bool:
 def _start_app(counts: Path, title: str, display: str) -> subprocess.Popen:
     """The test app, once its window is up and its counts file written."""
     proc = subprocess.Popen([sys.executable, str(APP), str(counts), title])
-    assert _wait(lambda: counts.exists() and _window_up(title, display)), "test app did not start"
+    assert wait_until(lambda: counts.exists() and _window_up(title, display)), (
+        "test app did not start"
+    )
     return proc
 
 
@@ -77,7 +71,7 @@ def test_clicks_and_keys_land_in_the_window(app) -> None:
     env.step(Action("click", x=80, y=50))
     obs = env.step(Action("click", x=260, y=50))[0]
     env.step(Action("key", key="x"))
-    assert _wait(lambda: _counts(counts)["keys"].get("x") == 1, 3)
+    assert wait_until(lambda: _counts(counts)["keys"].get("x") == 1, 3)
     c = _counts(counts)
     assert (c["A"], c["B"]) == (2, 1)
     assert not np.array_equal(obs0[200:240], obs[200:240])  # the label shows the counts
@@ -121,7 +115,7 @@ def test_a_target_reaching_past_the_screens_edge_is_its_part_on_the_screen(
             top.configure(x=pos[0], y=pos[1])
         x.conn.sync()
         env = _env(title)
-        assert _wait(lambda: env.observe() is not None and env.target_box[0] == -150, 3)
+        assert wait_until(lambda: env.observe() is not None and env.target_box[0] == -150, 3)
         assert env.size == (250, 300)  # of 400x300, 150 px lie left of the screen
         assert env.describe_target().endswith(
             "400x300+-150+20; it reaches past the edge of the 1280x800 screen: the agent "
@@ -133,7 +127,7 @@ def test_a_target_reaching_past_the_screens_edge_is_its_part_on_the_screen(
         with pytest.raises(ActionRefused, match="outside the 250x300 target"):
             env.step(Action("click", x=-70, y=30))
         env.step(Action("click", x=110, y=50))  # button B: window x 260, screen x 110
-        assert _wait(lambda: _counts(counts)["B"] == 1, 3)
+        assert wait_until(lambda: _counts(counts)["B"] == 1, 3)
         time.sleep(0.3)
         assert _counts(other_counts)["A"] == 0 and _counts(counts)["A"] == 0
     finally:
@@ -160,7 +154,7 @@ def test_a_drag_that_moves_the_target_partly_off_the_screen_is_undone(app) -> No
     ]
     assert env.events() == []
     env.step(Action("drag", x=200, y=270, x2=300, y2=270))  # 100 px right: stays whole
-    assert _wait(lambda: env.observe() is not None and env.target_box[0] == 200, 3)
+    assert wait_until(lambda: env.observe() is not None and env.target_box[0] == 200, 3)
     assert env.target_box[1:] == box[1:]
     assert env.events() == []
 
@@ -206,7 +200,7 @@ def test_a_window_of_another_program_over_the_target_gets_no_click(
         a = env.target_box[0] + 80, env.target_box[1] + 50  # button A of both
         assert x.top_at(*a) == cover_top  # mapped later, so on top
         env.step(Action("click", x=80, y=50))
-        assert _wait(lambda: _counts(counts)["A"] == 1, 3)
+        assert wait_until(lambda: _counts(counts)["A"] == 1, 3)
         x.raise_window(cover_top)
         monkeypatch.setattr(env._xw(), "raise_window", lambda top: None)  # stays on top
         with pytest.raises(ActionRefused, match="covers the target"):
@@ -214,7 +208,7 @@ def test_a_window_of_another_program_over_the_target_gets_no_click(
         time.sleep(0.3)
         assert _counts(counts)["A"] == 1 and _counts(cover_counts)["A"] == 0
         env.step(Action("key", key="x"))  # keys go to the target's focus, covered or not
-        assert _wait(lambda: _counts(counts)["keys"].get("x") == 1, 3)
+        assert wait_until(lambda: _counts(counts)["keys"].get("x") == 1, 3)
         assert _counts(cover_counts)["keys"] == {}
     finally:
         x.close()
@@ -264,7 +258,7 @@ def test_a_window_raising_itself_over_the_target_gets_no_click(app, tmp_path: Pa
         raiser.join()
         time.sleep(0.3)
         assert sent > 50
-        assert _wait(lambda: _counts(counts)["A"] == sent, 3)
+        assert wait_until(lambda: _counts(counts)["A"] == sent, 3)
         assert _counts(cover_counts)["A"] + _counts(cover_counts)["B"] == 0
     finally:
         stop.set()
@@ -278,11 +272,11 @@ def test_a_window_of_the_target_program_over_it_is_the_targets(app) -> None:
     _proc, counts, title = app
     env = _env(title)
     env.step(Action("key", key="f2"))
-    assert _wait(lambda: _window_up(title + " dialog", env.display), 5)
+    assert wait_until(lambda: _window_up(title + " dialog", env.display), 5)
     # the dialog's button C lies at (120, 140)-(240, 200) on the screen; the target at (100, 120)
     ox, oy = env.target_box[:2]
     env.step(Action("click", x=110 + 10 + 60 - ox, y=130 + 10 + 30 - oy))
-    assert _wait(lambda: _counts(counts)["C"] == 1, 3)
+    assert wait_until(lambda: _counts(counts)["C"] == 1, 3)
     assert _counts(counts)["A"] == 0
 
 
@@ -294,16 +288,16 @@ def test_a_full_screen_window_of_the_target_program_becomes_the_target(app) -> N
     box = env.target_box
     env.step(Action("key", key="f3"))
     sw, sh = env._xw().screen_size
-    assert _wait(lambda: env.observe().shape == (sh, sw, 3), 5)
+    assert wait_until(lambda: env.observe().shape == (sh, sw, 3), 5)
     assert env.target_box == (0, 0, sw, sh)
     env.step(Action("click", x=sw // 2, y=sh // 2))  # button D, outside the bound window
-    assert _wait(lambda: _counts(counts)["D"] == 1, 3)
-    assert _wait(lambda: env.observe().shape == (box[3], box[2], 3), 5)
+    assert wait_until(lambda: _counts(counts)["D"] == 1, 3)
+    assert wait_until(lambda: env.observe().shape == (box[3], box[2], 3), 5)
     assert env.target_box == box
     assert any("full screen" in n for n in env.notes())
     assert any(f"a {sw}x{sh} window" in e for e in env.events())
     env.step(Action("click", x=80, y=50))
-    assert _wait(lambda: _counts(counts)["A"] == 1, 3)
+    assert wait_until(lambda: _counts(counts)["A"] == 1, 3)
 
 
 def test_window_not_found_lists_visible_windows(app) -> None:
@@ -391,7 +385,7 @@ def test_keys_in_a_region_go_to_its_window_never_to_the_focused_one(
         env = DesktopEnv(DesktopConfig(region=(100, 120, 400, 300), **cfg))
         x.focus(win.wid)
         env.step(Action("key", key="x"))
-        assert _wait(lambda: _counts(counts)["keys"].get("x") == 1, 3)
+        assert wait_until(lambda: _counts(counts)["keys"].get("x") == 1, 3)
         empty = DesktopEnv(DesktopConfig(region=(900, 50, 200, 100), **cfg))  # the root only
         x.focus(win.wid)
         with pytest.raises(ActionRefused, match="no window lies at the centre of the region"):
@@ -486,14 +480,14 @@ def test_xterm_types_a_command(xvfb: str, tmp_path: Path) -> None:
         ["xterm", "-T", "kgterm", "-geometry", "80x20+40+40", "-e", "/bin/sh"], cwd=tmp_path
     )
     try:
-        assert _wait(lambda: _window_up("kgterm", xvfb)), "xterm did not start"
+        assert wait_until(lambda: _window_up("kgterm", xvfb)), "xterm did not start"
         time.sleep(0.5)
         env = _env("kgterm")
         before = env.observe()
         obs = env.step(Action("type", text=f"echo hi > {target}"))[0]
         assert not np.array_equal(before, obs)  # the command is echoed on screen
         env.step(Action("key", key="enter"))
-        assert _wait(lambda: target.exists() and target.read_text().strip() == "hi", 5)
+        assert wait_until(lambda: target.exists() and target.read_text().strip() == "hi", 5)
     finally:
         proc.kill()
         proc.wait()
@@ -504,7 +498,7 @@ def test_xcalc_buttons_change_the_display(xvfb: str) -> None:
     """Click digit keys of xcalc (found by screenshot, not by its widget tree)."""
     proc = subprocess.Popen(["xcalc", "-geometry", "+60+60"])
     try:
-        assert _wait(lambda: _window_up("Calculator", xvfb)), "xcalc did not start"
+        assert wait_until(lambda: _window_up("Calculator", xvfb)), "xcalc did not start"
         time.sleep(0.5)
         env = _env("Calculator")
         w, h = env.size
@@ -533,7 +527,7 @@ def test_noise_probe_lifts_change_floors_only_for_a_busy_window(
     args = [sys.executable, str(APP), str(counts), title] + (["animate"] if animate else [])
     proc = subprocess.Popen(args)
     try:
-        assert _wait(lambda: counts.exists() and _window_up(title, xvfb)), "app did not start"
+        assert wait_until(lambda: counts.exists() and _window_up(title, xvfb)), "app did not start"
         time.sleep(0.3)  # let the first frame be drawn
         cfg = Config.load(
             None,
@@ -579,7 +573,7 @@ def test_a_busy_window_settles_within_its_idle_change(xvfb: str, tmp_path: Path)
     title = f"kgbusy-{tmp_path.name}"
     proc = subprocess.Popen([sys.executable, str(APP), str(counts), title, "animate"])
     try:
-        assert _wait(lambda: counts.exists() and _window_up(title, xvfb)), "app did not start"
+        assert wait_until(lambda: counts.exists() and _window_up(title, xvfb)), "app did not start"
         time.sleep(0.3)
         cfg = Config.load(
             None,
@@ -605,7 +599,7 @@ def test_a_busy_window_settles_within_its_idle_change(xvfb: str, tmp_path: Path)
         assert runner.idle_change > 0.01
         *_, info = env.step(Action("click", x=260, y=50))
         assert info["settled"] is True and env.unsettled == 0
-        assert _wait(lambda: (_counts(counts)["A"], _counts(counts)["B"]) == (2, 1), 3)
+        assert wait_until(lambda: (_counts(counts)["A"], _counts(counts)["B"]) == (2, 1), 3)
     finally:
         proc.kill()
         proc.wait()

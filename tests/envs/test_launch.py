@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from command_lines import play_args
+from polling import wait_until
 
 from kgagent.actions import Action
 from kgagent.config import DesktopConfig
@@ -39,15 +40,6 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
-def _wait(pred, timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _sdl(title: str, *extra: str) -> str:
     return " ".join([sys.executable, str(SDL_APP), title, *extra])
 
@@ -68,7 +60,7 @@ def sdl_window(xvfb: str, tmp_path: Path):
     proc = subprocess.Popen([sys.executable, str(SDL_APP), title, "--out", str(out)])
     x = XWindows(xvfb)
     try:
-        assert _wait(lambda: x.find(title) is not None), "the SDL window did not appear"
+        assert wait_until(lambda: x.find(title) is not None), "the SDL window did not appear"
         yield proc, title, out
     finally:
         x.close()
@@ -87,7 +79,7 @@ def test_sdl_window_is_bound_by_title_class_or_pid_without_a_window_manager(sdl_
     env = DesktopEnv(DesktopConfig(window=title, settle_timeout_s=0.5, action_pause_s=0.0))
     before = env.observe()
     after = env.step(Action("key", key="x"))[0]
-    assert _wait(lambda: out.exists() and out.read_text().split() == ["x"], 3)
+    assert wait_until(lambda: out.exists() and out.read_text().split() == ["x"], 3)
     assert not np.array_equal(before, after)  # the window's colour follows the key
     with pytest.raises(ActionRefused):
         env.step(Action("click", x=320, y=10))
@@ -299,7 +291,7 @@ def test_stopping_kgagent_leaves_no_process_behind(tmp_path: Path, sig: int) -> 
             driver.send_signal(signal.SIGUSR1)  # its stacks go to the captured stderr
             time.sleep(1)
             raise
-        assert _wait(lambda: _gone(pids["program"]) and _gone(pids["xvfb"]), 10), pids
+        assert wait_until(lambda: _gone(pids["program"]) and _gone(pids["xvfb"]), 10), pids
     finally:
         driver.kill()
         driver.wait()
@@ -315,7 +307,7 @@ def test_keys_that_close_or_log_out_are_refused(xvfb: str, tmp_path: Path) -> No
         from kgagent.envs.xwindows import XWindows
 
         x = XWindows(xvfb)
-        assert _wait(lambda: counts.exists() and x.find(title) is not None)
+        assert wait_until(lambda: counts.exists() and x.find(title) is not None)
         x.close()
         cfg = DesktopConfig(window=title, settle_timeout_s=0.5, action_pause_s=0.0)
         env = DesktopEnv(cfg)
@@ -332,13 +324,13 @@ def test_keys_that_close_or_log_out_are_refused(xvfb: str, tmp_path: Path) -> No
             with pytest.raises(ActionRefused, match="allow_closing_keys"):
                 env.step(a)
         env.step(Action("key", key="x"))
-        assert _wait(lambda: json.loads(counts.read_text())["keys"] == {"x": 1}, 3)
+        assert wait_until(lambda: json.loads(counts.read_text())["keys"] == {"x": 1}, 3)
         assert proc.poll() is None
         env.close()
         # allowed by config: the combination is sent (the test app ignores ctrl+q)
         allowed = DesktopEnv(cfg, options=DesktopOptions(allow_closing_keys=True))
         allowed.step(Action("hotkey", key="ctrl+q"))
-        assert _wait(lambda: json.loads(counts.read_text())["keys"].get("q") == 1, 3)
+        assert wait_until(lambda: json.loads(counts.read_text())["keys"].get("q") == 1, 3)
         allowed.close()
     finally:
         proc.kill()
@@ -586,7 +578,7 @@ def test_a_launched_window_under_a_window_manager_is_its_client_not_the_frame(
             for f in tops.values()
         ), "the target is not the window inside a frame"
         env.step(Action("key", key="k"))
-        assert _wait(lambda: out.exists() and out.read_text().split() == ["k"], 3)
+        assert wait_until(lambda: out.exists() and out.read_text().split() == ["k"], 3)
     finally:
         env.close()
 
@@ -648,7 +640,7 @@ def test_after_a_mode_change_the_screen_is_its_new_size(tmp_path: Path) -> None:
             with pytest.raises(ActionRefused, match="outside the 350x280 target"):
                 env.step(Action("click", x=380, y=50))  # screen x 480, past the edge
             env.step(Action("click", x=80, y=50))  # button A, on the screen
-            assert _wait(lambda: json.loads(counts.read_text())["A"] == 1, 3)
+            assert wait_until(lambda: json.loads(counts.read_text())["A"] == 1, 3)
             assert env._input.corners[3] == (449, 399)
             obs = env.observe()
             assert (
@@ -763,7 +755,7 @@ def test_sigkill_of_kgagent_on_a_real_display_stops_what_the_program_started(
         start_new_session=True,  # a stray signal to the test's group misses it
     )
     try:
-        assert _wait(lambda: _pids_running(title) or play.poll() is not None, 60), "no game"
+        assert wait_until(lambda: _pids_running(title) or play.poll() is not None, 60), "no game"
         assert play.poll() is None, play.stderr.read().decode()
         (game,) = _pids_running(title)
         pgid = os.getpgid(game)
@@ -771,7 +763,7 @@ def test_sigkill_of_kgagent_on_a_real_display_stops_what_the_program_started(
         time.sleep(1.0)  # playing
         play.kill()
         play.wait()
-        assert _wait(lambda: not _group(pgid), 10), [
+        assert wait_until(lambda: not _group(pgid), 10), [
             Path(f"/proc/{p}/cmdline").read_bytes() for p in _group(pgid)
         ]
     finally:
@@ -796,7 +788,7 @@ def test_a_stopped_program_leaves_no_watcher_behind(tmp_path: Path) -> None:
     p2.start()
     w2 = launch._WATCHERS[p2.pid][1]
     assert p2.wait_exit(10) == 0
-    assert _wait(lambda: w2.poll() is not None, 5)
+    assert wait_until(lambda: w2.poll() is not None, 5)
     p2.stop()
 
 
@@ -807,10 +799,10 @@ def test_a_watcher_stops_the_group_when_its_pipe_closes(tmp_path: Path) -> None:
     p = launch.Program(["sh", "-c", "sleep 300 & wait"], ":0", tmp_path / "p.log", 1.0)
     p.start()
     try:
-        assert _wait(lambda: len(_group(p.pid)) == 2, 5)
+        assert wait_until(lambda: len(_group(p.pid)) == 2, 5)
         fd, watcher = launch._WATCHERS.pop(p.pid)
         os.close(fd)
-        assert _wait(lambda: not _group(p.pid), 5)
+        assert wait_until(lambda: not _group(p.pid), 5)
         assert p.wait_exit(5) is not None  # reaped, as init does once kgagent is gone
         assert watcher.wait(5) == 0
     finally:

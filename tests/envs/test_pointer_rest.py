@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from polling import wait_until
 
 from kgagent.actions import Action
 from kgagent.config import Config, DesktopConfig
@@ -24,22 +24,13 @@ MIN_CHANGE = Config().augment.min_change  # below it, an input "changed nothing"
 THRESHOLD = Config().perception.change_threshold
 
 
-def _wait(pred, timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _start(app: Path, counts: Path, title: str, display: str) -> subprocess.Popen:
     from kgagent.envs.xwindows import XWindows
 
     proc = subprocess.Popen([sys.executable, str(app), str(counts), title])
     x = XWindows(display)
     try:
-        assert _wait(lambda: counts.exists() and x.find(title) is not None), "no toy window"
+        assert wait_until(lambda: counts.exists() and x.find(title) is not None), "no toy window"
     finally:
         x.close()
     return proc
