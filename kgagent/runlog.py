@@ -91,6 +91,7 @@ class StepRecord:
     r_total: float = 0.0
     tokens: int = 0
     estimated_tokens: int = 0  # of ``tokens``, estimated (the server sent no usage)
+    reasoning_tokens: int = 0  # of ``tokens``, the model's thinking (as its server says)
     cost_usd: float = 0.0
     brain_notes: list[str] = field(default_factory=list)  # answers not from the model, and why
     valid_transition: bool = False
@@ -193,6 +194,8 @@ class RunSummary:
     #: not ended), and their sum: ``score`` is the last episode's only
     episode_scores: list[float] | None = None
     score_total: float | None = None
+    #: of ``tokens``, those the model spent thinking, as its server said (0: none said)
+    reasoning_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -211,11 +214,7 @@ class RunSummary:
             ("actions", str(self.actions)),
             ("paths", ", ".join(f"{k} {v}" for k, v in sorted(self.paths.items())) or "-"),
             ("executions", _by_path(self.executions_by_path)),
-            (
-                "tokens",
-                f"{self.tokens}"
-                + (f" ({self.estimated_tokens} estimated)" if self.estimated_tokens else ""),
-            ),
+            ("tokens", self._tokens()),
             ("cost", self._cost()),
             ("library size", _known(self.library_size)),
             ("skills augmented", _known(self.skills_augmented, " (in the memory, all runs)")),
@@ -261,6 +260,11 @@ class RunSummary:
         if done < self.episodes:
             text += ", the last one unfinished"
         return [("all episodes", text)]
+
+    def _tokens(self) -> str:
+        parts = [f"{self.estimated_tokens} estimated"] if self.estimated_tokens else []
+        parts += [f"{self.reasoning_tokens} thinking"] if self.reasoning_tokens else []
+        return f"{self.tokens}" + (f" ({'; '.join(parts)})" if parts else "")
 
     def _cost(self) -> str:
         estimated = self.cost_estimated or self.estimated_tokens > 0
@@ -380,6 +384,7 @@ def summarise(
         actions=int(sum(r.get("actions", 0) for r in records)),
         tokens=int(sum(r.get("tokens", 0) for r in records)),
         estimated_tokens=estimated,
+        reasoning_tokens=int(sum(r.get("reasoning_tokens", 0) for r in records)),
         cost_estimated=estimated > 0,
         cost_usd=cost,
         cost_per_100_steps=100.0 * cost / steps if steps else 0.0,

@@ -247,6 +247,7 @@ class Agent:
         used = self.brain.usage - usage0
         rec.tokens, rec.cost_usd = used.tokens, used.cost_usd
         rec.estimated_tokens = used.estimated_tokens
+        rec.reasoning_tokens = used.reasoning_tokens
         rec.brain_notes = self.brain.take_notes()
         rec.duration_s = time.perf_counter() - t0
         rec.times_ms = self.times.take(rec.duration_s)

@@ -112,6 +112,9 @@ class Usage:
     #: of ``prompt_tokens + completion_tokens``, how many are estimates (the reply had
     #: no ``usage``; see :mod:`kgagent.brain.pricing`)
     estimated_tokens: int = 0
+    #: of ``completion_tokens``, those the server says the model spent thinking (its
+    #: ``usage.completion_tokens_details.reasoning_tokens``; 0 where it does not say)
+    reasoning_tokens: int = 0
     #: role calls answered by the offline rules without a request: the endpoint failed,
     #: its circuit breaker was open, or the answer was known (nothing changed)
     offline_calls: int = 0

@@ -17,6 +17,7 @@ class CallRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     estimated: bool = False
+    reasoning_tokens: int = 0  # of completion_tokens, spent thinking (as the server says)
     cost_usd: float = 0.0
     error: str = ""
     #: the kind of a failure that asking again cannot fix (endpoint.unfixable), or ""

@@ -552,6 +552,10 @@ class ChatClient:
         if estimated:
             u.estimated_tokens += pt + ct
             record.estimated = True
+        else:
+            thought = pricing.reasoning_tokens(usage, ct)
+            u.reasoning_tokens += thought
+            record.reasoning_tokens += thought
         # Totals are priced from total tokens, so they equal tokens × prices exactly.
         u.cost_usd = self.cost(u.prompt_tokens, u.completion_tokens)
         record.prompt_tokens += pt

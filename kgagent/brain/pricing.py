@@ -26,6 +26,7 @@ import math
 from typing import Any
 from urllib.parse import urlparse
 
+from kgagent.brain.reply import REASONING_FIELDS
 from kgagent.errors import ConfigError
 
 #: USD per million (input, output) tokens, OpenAI's standard-tier list prices as
@@ -173,11 +174,26 @@ def prompt_tokens(request: dict[str, Any], image_sizes: list[tuple[int, int]]) -
 
 
 def completion_tokens(message: Any) -> int:
-    """Estimated output tokens of a reply message (its text and tool-call arguments)."""
+    """Estimated output tokens of a reply message: its text, the thinking its server put
+    apart (billed as output too), and its tool calls' names and arguments."""
     n = text_tokens(getattr(message, "content", None) or "")
+    for key in REASONING_FIELDS:
+        thought = getattr(message, key, None)
+        n += text_tokens(thought) if isinstance(thought, str) else 0
     for call in getattr(message, "tool_calls", None) or []:
         fn = getattr(call, "function", None)
         args = getattr(fn, "arguments", "") if fn is not None else ""
         n += text_tokens(args if isinstance(args, str) else json.dumps(args))
         n += text_tokens(getattr(fn, "name", "") or "")
     return n
+
+
+def reasoning_tokens(usage: Any, completion: int) -> int:
+    """Of a reply's ``completion`` tokens, those its server says were thinking
+    (``usage.completion_tokens_details.reasoning_tokens``, OpenAI's and vLLM's field);
+    0 where it does not say."""
+    details = getattr(usage, "completion_tokens_details", None)
+    n = getattr(details, "reasoning_tokens", None)
+    if not isinstance(n, int) or isinstance(n, bool):
+        return 0
+    return max(0, min(n, completion))

@@ -7,10 +7,12 @@ import json
 
 from kgagent.brain.prompts import SCHEMAS
 from kgagent.brain.reply import answer_in, without_thoughts
+from kgagent.runlog import summarise
 
 from .fake_endpoint import Reply, tool_reply
 from .helpers import EVAL_OK, brain_for, skill, transition
 
+DONE = {"stopped": "steps", "duration_s": 1.0}
 DRAFT = {**EVAL_OK, "is_consistent": not EVAL_OK["is_consistent"]}
 
 
@@ -67,3 +69,39 @@ def test_a_reply_cut_without_thinking_is_still_raised_once(endpoint) -> None:
     endpoint.push(cut, cut, cut)
     b.evaluate(skill(), transition())
     assert [r["body"]["max_tokens"] for r in endpoint.requests] == [100, 200]
+
+
+def test_the_tokens_a_model_spent_thinking_are_counted_apart(endpoint) -> None:
+    """A reasoning model's thinking is billed as output; the server says how much of it
+    was thinking, and the usage (and with it the step log and the run summary) keeps it."""
+    b = brain_for(endpoint, max_retries=0)
+    thinking = Reply(tool="evaluate", arguments=EVAL_OK, usage=(50, 90), reasoning_tokens=60)
+    hidden = Reply(tool="evaluate", arguments=EVAL_OK, usage=(50, 90), reasoning_tokens=900)
+    endpoint.push(thinking, hidden, tool_reply("evaluate", EVAL_OK))
+    for _ in range(3):
+        b.evaluate(skill(), transition())
+    # 60, then a count larger than the completion it is part of (kept to the 90), then none
+    assert b.usage.reasoning_tokens == 60 + 90 and b.usage.completion_tokens == 90 + 90 + 10
+    assert b.usage.estimated_tokens == 0
+
+
+def test_thinking_put_apart_by_a_server_without_usage_is_in_the_estimate(endpoint) -> None:
+    b = brain_for(endpoint, max_retries=0)
+    thought = "Let me think about this for a while. " * 40 + json.dumps(EVAL_OK)
+    endpoint.push(Reply(content=None, reasoning_content=thought, usage=None))
+    b.evaluate(skill(), transition())
+    assert b.usage.estimated_tokens > 0
+    assert b.usage.completion_tokens >= len(thought) // 4  # 4 characters a token
+    assert b.usage.reasoning_tokens == 0  # no server said how much was thinking
+
+
+def test_the_run_summary_says_how_many_tokens_were_thinking() -> None:
+    records = [
+        {"tokens": 500, "reasoning_tokens": 300, "cost_usd": 0.0},
+        {"tokens": 200, "reasoning_tokens": 0, "cost_usd": 0.0},
+    ]
+    s = summarise(records, env="x", seed=0, ablation="full", stats=None, truth={}, **DONE)
+    assert s.reasoning_tokens == 300
+    assert "700 (300 thinking)" in s.format_table()
+    old = summarise([{"tokens": 5}], env="x", seed=0, ablation="full", stats=None, truth={}, **DONE)
+    assert old.reasoning_tokens == 0 and "thinking" not in old.format_table()
