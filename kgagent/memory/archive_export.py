@@ -57,6 +57,27 @@ PARQUET_COMPRESSION = "zstd"
 BLOB_PROGRESS_EVERY = 1000
 
 
+#: Name endings that promise another kind of file than the gzip tar written, and the
+#: kind they promise (any other name is taken as the user's choice).
+OTHER_FORMATS = {
+    ".zip": "a zip file",
+    ".7z": "a 7-Zip file",
+    ".rar": "a RAR file",
+    ".tar": "an uncompressed tar",
+    ".tar.bz2": "a bzip2 tar",
+    ".tbz2": "a bzip2 tar",
+    ".tar.xz": "an xz tar",
+    ".txz": "an xz tar",
+    ".tar.zst": "a zstd tar",
+}
+
+
+def _other_format(name: str) -> str:
+    """The kind of file ``name``'s ending promises, when it is not a gzip tar, else ""."""
+    lower = name.lower()
+    return next((kind for end, kind in OTHER_FORMATS.items() if lower.endswith(end)), "")
+
+
 def export_memory(
     memory_path: str | Path,
     out: str | Path,
@@ -79,6 +100,12 @@ def export_memory(
         raise ArchiveError(
             f"{out} is not a regular file (a device, a pipe or a socket); "
             "give a file name such as memory.kgmem.tar.gz"
+        )
+    other = _other_format(out.name)
+    if other:  # a .zip that is a gzip tar inside would fail in the tool its name suggests
+        raise ArchiveError(
+            f"{out}: the archive is a gzip-compressed tar, not {other}; "
+            "give a name ending in .tar.gz, such as memory.kgmem.tar.gz"
         )
     if out.exists() and not force:
         raise ArchiveError(f"{out} exists; pass --force to overwrite it")

@@ -225,6 +225,20 @@ def test_export_never_replaces_what_is_not_a_regular_file(source, tmp_path: Path
         export_memory(pop.path, Path(""))
 
 
+def test_export_refuses_a_name_that_promises_another_kind_of_archive(source, tmp_path) -> None:
+    """``memory export backup.zip`` wrote a gzip tar under that name: unzip and the
+    desktop's archive tools then failed on the user's backup. Names of other kinds are
+    refused before anything is written; any other name is the user's choice."""
+    pop, _ = source
+    for name in ("backup.zip", "backup.TAR", "b.tar.xz", "b.7z"):
+        with pytest.raises(ArchiveError, match=r"is a gzip-compressed tar, not .*\.tar\.gz"):
+            export_memory(pop.path, tmp_path / name)
+    assert not list(tmp_path.iterdir())
+    for name in ("b.tgz", "b.kgmem.tar.gz", "nightly-backup"):
+        export_memory(pop.path, tmp_path / name)
+        assert tarfile.is_tarfile(tmp_path / name)
+
+
 def test_export_refuses_a_memory_whose_blobs_are_missing(template: Path, tmp_path: Path) -> None:
     """A memory copied without some of its blobs (an rsync of a running agent) exported
     without a word, and import refused the archive: a backup that could not be restored."""
