@@ -367,8 +367,8 @@ def summarise(
     n_exec = len(executions)
     valid = sum(1 for e in executions if e.get("valid_transition"))
     steps = len(records)
-    cost = float(sum(r.get("cost_usd", 0.0) for r in records))
-    estimated = int(sum(r.get("estimated_tokens", 0) for r in records))
+    cost = float(sum(r.get("cost_usd") or 0.0 for r in records))
+    estimated = int(sum(r.get("estimated_tokens") or 0 for r in records))
     b = brain or {}
     return RunSummary(
         env=env,
@@ -381,10 +381,10 @@ def summarise(
         err=valid / n_exec if n_exec else 0.0,
         executions=n_exec,
         valid_executions=valid,
-        actions=int(sum(r.get("actions", 0) for r in records)),
-        tokens=int(sum(r.get("tokens", 0) for r in records)),
+        actions=int(sum(r.get("actions") or 0 for r in records)),
+        tokens=int(sum(r.get("tokens") or 0 for r in records)),
         estimated_tokens=estimated,
-        reasoning_tokens=int(sum(r.get("reasoning_tokens", 0) for r in records)),
+        reasoning_tokens=int(sum(r.get("reasoning_tokens") or 0 for r in records)),
         cost_estimated=estimated > 0,
         cost_usd=cost,
         cost_per_100_steps=100.0 * cost / steps if steps else 0.0,

@@ -10,13 +10,23 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
-LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "CHANGELOG.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "benchmarks").rglob("*.md")),
+]
+#: ``[text](target "title")``; the text may hold brackets of its own (``[`[brain]`](…)``)
+LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
 
 def heading_id(text: str) -> str:
-    """GitHub's id of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    """GitHub's id of a heading: its text (a link's text, no tags, no emphasis), lower
+    case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)  # a link: its text
+    text = re.sub(r"<[^>]+>", "", text)  # tags (an <a id> in the heading)
+    text = re.sub(r"(?<!\w)[*_]+|[*_]+(?!\w)", "", text)  # emphasis, not snake_case
     text = re.sub(r"[^\w\- ]", "", text.replace("`", "").strip().lower())
     return text.replace(" ", "-")
 
@@ -43,6 +53,11 @@ def test_the_heading_ids_are_githubs() -> None:
         "the-grid-three-methods-two-games-ten-seeds"
     )
     assert heading_id("`kgagent view` and its token") == "kgagent-view-and-its-token"
+    assert heading_id("The _real_ thing, **bold**") == "the-real-thing-bold"
+    assert heading_id("See [the view](view.md) — `max_library` ≥ 2") == (
+        "see-the-view--max_library--2"
+    )
+    assert heading_id('<a id="x"></a>Kùzu × LadybugDB') == "kùzu--ladybugdb"
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -66,3 +81,5 @@ def test_a_broken_anchor_is_found(tmp_path: Path) -> None:
     )
     assert links(page) == ["#top", "#nowhere"]
     assert anchors(page) == {"top"}
+    page.write_text("[`[brain]`](config.md#brain 'its section') ![img](x.png)\n")
+    assert links(page) == ["config.md#brain"]

@@ -536,7 +536,9 @@ class ChatClient:
         pt = getattr(usage, "prompt_tokens", None)
         ct = getattr(usage, "completion_tokens", None)
         estimated = not isinstance(pt, int) or not isinstance(ct, int)
-        if estimated:
+        if not estimated:  # and output a server counts only in its total
+            ct = pricing.billed_completion(usage, pt, ct)
+        else:
             choices = getattr(response, "choices", None) or []
             message = choices[0].message if choices else None
             pt = pricing.prompt_tokens(request, sizes)

@@ -177,15 +177,25 @@ def completion_tokens(message: Any) -> int:
     """Estimated output tokens of a reply message: its text, the thinking its server put
     apart (billed as output too), and its tool calls' names and arguments."""
     n = text_tokens(getattr(message, "content", None) or "")
-    for key in REASONING_FIELDS:
-        thought = getattr(message, key, None)
-        n += text_tokens(thought) if isinstance(thought, str) else 0
+    thoughts = (getattr(message, key, None) for key in REASONING_FIELDS)
+    # the first only: a server in a transition sends the same text under both names
+    n += text_tokens(next((t for t in thoughts if isinstance(t, str) and t), ""))
     for call in getattr(message, "tool_calls", None) or []:
         fn = getattr(call, "function", None)
         args = getattr(fn, "arguments", "") if fn is not None else ""
         n += text_tokens(args if isinstance(args, str) else json.dumps(args))
         n += text_tokens(getattr(fn, "name", "") or "")
     return n
+
+
+def billed_completion(usage: Any, prompt: int, completion: int) -> int:
+    """A reply's output tokens to bill: ``completion_tokens``, or more where the server's
+    ``total_tokens`` holds output it counts nowhere else (a proxy that reports a model's
+    thinking only in the total and in ``reasoning_tokens``: ``completion_tokens`` 0)."""
+    total = getattr(usage, "total_tokens", None)
+    if isinstance(total, int) and not isinstance(total, bool) and total - prompt > completion:
+        return total - prompt
+    return completion
 
 
 def reasoning_tokens(usage: Any, completion: int) -> int:

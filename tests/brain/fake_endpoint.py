@@ -79,8 +79,12 @@ class Reply:
     content_type: str = "application/json"
     #: a reasoning parser's thinking apart from ``content`` (vLLM, llama.cpp)
     reasoning_content: str | None = None
+    #: the same, under the name newer servers give it
+    reasoning: str | None = None
     #: ``usage.completion_tokens_details.reasoning_tokens``
     reasoning_tokens: int | None = None
+    #: ``usage.total_tokens`` when not prompt + completion tokens
+    total_tokens: int | None = None
 
 
 def tool_reply(tool: str, arguments: dict[str, Any] | str, usage=(100, 10)) -> Reply:
@@ -107,6 +111,8 @@ class Profile:
     retry_after: str = "0.05"  # the Retry-After of a 429
     think: bool = False  # the answer after <think> thoughts, in a code fence
     tool_as_text: bool = False  # {"name": <tool>, "parameters": answer} as the text
+    #: of each reply's completion tokens, this share is said to be thinking
+    thinking_share: float = 0.0
 
 
 PROFILES: dict[str, Profile] = {
@@ -251,6 +257,9 @@ class FakeEndpoint:
                         reply = endpoint.script.popleft()
                     elif endpoint.profile is not None:
                         reply = endpoint._profile_reply(endpoint.profile, body, n)
+                        share = endpoint.profile.thinking_share
+                        if share and reply.usage is not None:
+                            reply.reasoning_tokens = int(reply.usage[1] * share)
                     else:
                         reply = endpoint.default
                 if reply.delay_s:
@@ -366,6 +375,8 @@ class FakeEndpoint:
             message["refusal"] = reply.refusal
         if reply.reasoning_content is not None:
             message["reasoning_content"] = reply.reasoning_content
+        if reply.reasoning is not None:
+            message["reasoning"] = reply.reasoning
         if reply.tool is not None:
             args = reply.arguments
             message["tool_calls"] = [
@@ -388,7 +399,8 @@ class FakeEndpoint:
         }
         if reply.usage is not None:
             pt, ct = reply.usage
-            out["usage"] = {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": pt + ct}
+            total = pt + ct if reply.total_tokens is None else reply.total_tokens
+            out["usage"] = {"prompt_tokens": pt, "completion_tokens": ct, "total_tokens": total}
             if reply.reasoning_tokens is not None:
                 out["usage"]["completion_tokens_details"] = {
                     "reasoning_tokens": reply.reasoning_tokens

@@ -85,6 +85,22 @@ def test_the_tokens_a_model_spent_thinking_are_counted_apart(endpoint) -> None:
     assert b.usage.estimated_tokens == 0
 
 
+def test_thinking_a_server_counts_only_in_its_total_is_billed(endpoint) -> None:
+    """A proxy that reports a model's thinking in ``total_tokens`` and ``reasoning_tokens``
+    but not in ``completion_tokens`` (0): the 60 tokens went unbilled and unseen, and the
+    budget cap did not see them either."""
+    b = brain_for(endpoint, max_retries=0)
+    endpoint.push(
+        Reply(
+            tool="evaluate", arguments=EVAL_OK, usage=(21, 0), total_tokens=81, reasoning_tokens=60
+        )
+    )
+    b.evaluate(skill(), transition())
+    assert (b.usage.prompt_tokens, b.usage.completion_tokens) == (21, 60)
+    assert b.usage.reasoning_tokens == 60 and b.last_call.reasoning_tokens == 60
+    assert b.usage.cost_usd > 0 and b.usage.estimated_tokens == 0
+
+
 def test_thinking_put_apart_by_a_server_without_usage_is_in_the_estimate(endpoint) -> None:
     b = brain_for(endpoint, max_retries=0)
     thought = "Let me think about this for a while. " * 40 + json.dumps(EVAL_OK)
@@ -93,6 +109,13 @@ def test_thinking_put_apart_by_a_server_without_usage_is_in_the_estimate(endpoin
     assert b.usage.estimated_tokens > 0
     assert b.usage.completion_tokens >= len(thought) // 4  # 4 characters a token
     assert b.usage.reasoning_tokens == 0  # no server said how much was thinking
+    # the same thinking under both names (a server between two versions) counts once
+    both = Reply(content=None, reasoning_content=thought, reasoning=thought, usage=None)
+    endpoint.push(both)
+    before = b.usage.completion_tokens
+    b.evaluate(skill(), transition())
+    once = b.usage.completion_tokens - before
+    assert once < len(thought) // 4 * 1.5
 
 
 def test_the_run_summary_says_how_many_tokens_were_thinking() -> None:
@@ -105,3 +128,8 @@ def test_the_run_summary_says_how_many_tokens_were_thinking() -> None:
     assert "700 (300 thinking)" in s.format_table()
     old = summarise([{"tokens": 5}], env="x", seed=0, ablation="full", stats=None, truth={}, **DONE)
     assert old.reasoning_tokens == 0 and "thinking" not in old.format_table()
+    nulls = {k: None for k in ("tokens", "reasoning_tokens", "estimated_tokens", "cost_usd")}
+    read = summarise(
+        [nulls, {"tokens": 7}], env="x", seed=0, ablation="full", stats=None, truth={}, **DONE
+    )
+    assert (read.tokens, read.reasoning_tokens, read.cost_usd) == (7, 0, 0.0)

@@ -9,6 +9,7 @@ line.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -54,6 +55,21 @@ def test_summary_names_the_brain_and_its_calls_and_marks_an_estimated_cost(tmp_p
     line = read_log(the_log(tmp_path))[2]
     assert line["brain_requests"] == u.requests and line["cost_estimated"] is True
     assert line["brain_endpoint"] == ep.base_url
+
+
+def test_the_step_log_and_the_summary_keep_the_tokens_spent_thinking(tmp_path):
+    thinking = dataclasses.replace(PROFILES["openai"], thinking_share=0.5, refuse_every=0)
+    ep = FakeEndpoint(thinking).start()
+    try:
+        s, brain, _ = run(config(ep.base_url, "gpt-4o-mini"), tmp_path, steps=12)
+    finally:
+        ep.stop()
+    _, steps, summary = read_log(the_log(tmp_path))
+    thought = brain.usage.reasoning_tokens
+    assert 0 < thought < brain.usage.completion_tokens
+    assert sum(ln["reasoning_tokens"] for ln in steps) == thought == s.reasoning_tokens
+    assert f"({thought} thinking)" in s.format_table()
+    assert summary is not None and summary["reasoning_tokens"] == thought
 
 
 def test_an_offline_run_says_so(tmp_path):

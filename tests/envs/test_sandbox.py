@@ -9,10 +9,10 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 
 from kgagent.actions import Action
 from kgagent.config import DesktopConfig
@@ -20,16 +20,6 @@ from kgagent.config import DesktopConfig
 pytestmark = pytest.mark.desktop
 ROOT = Path(__file__).resolve().parents[2]
 SDL_APP = Path(__file__).parent / "pygame_app.py"
-
-
-def _soon(check, timeout: float = 10.0) -> bool:
-    """Whether ``check()`` holds within ``timeout`` seconds (a loaded machine draws late)."""
-    end = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def _bwrap_works() -> bool:
@@ -71,10 +61,10 @@ def test_a_sandboxed_program_is_bound_and_acted_on_and_writes_nothing_outside(
         # its first window (the title may come a frame later: pygame names it after it opens)
         assert env.size == (320, 240) and env.program is not None and env.program.running
         env.reset(seed=0)
-        assert _soon(lambda: env.observe().any()), "the program never drew its window"
+        assert wait_until(lambda: env.observe().any()), "the program never drew its window"
         before = env.observe()
         env.step(Action("key", key="a"))  # the window's colour changes with each key
-        assert _soon(lambda: (env.observe() != before).any()), "the key changed nothing"
+        assert wait_until(lambda: (env.observe() != before).any()), "the key changed nothing"
     finally:
         env.close()
     assert not (kept / "written").exists()
