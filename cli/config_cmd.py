@@ -21,7 +21,7 @@ from kgagent.config import Config, FieldOrigin
 from kgagent.config_fields import show
 
 from .common import config_source_options
-from .output import emit, render
+from .output import emit, render, terminal_width
 
 FORMATS = ("table", "toml", "json")
 
@@ -54,7 +54,7 @@ def config_cmd(config_file: Path | None, overrides: tuple[str, ...], fmt: str) -
         emit([{"field": o.name, "value": o.value, "source": o.source} for o in origins], "json")
     else:
         rows = [{"field": o.name, "value": show(o.value), "source": o.source} for o in origins]
-        click.echo(render(rows, "table", count=False))
+        click.echo(render(rows, "table", count=False, width=terminal_width()))
 
 
 def _base_url_from_environment(origin: FieldOrigin, cfg: Config) -> FieldOrigin:

@@ -16,6 +16,8 @@ import decimal
 import io
 import json
 import math
+import shutil
+import sys
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
@@ -38,7 +40,8 @@ def format_option(func: F) -> F:
         type=click.Choice(FORMATS, case_sensitive=False),
         default="table",
         show_default=True,
-        help="Output format: an aligned table for people, or json / csv / jsonl for programs.",
+        help="Output format: an aligned table for people (on a terminal, cut to its width), "
+        "or json / csv / jsonl for programs.",
     )(func)
 
 
@@ -98,9 +101,12 @@ def columns(rows: Iterable[dict[str, Any]]) -> list[str]:
     return list(out)
 
 
-def render(rows: list[dict[str, Any]], fmt: str = "table", count: bool = True) -> str:
+def render(
+    rows: list[dict[str, Any]], fmt: str = "table", count: bool = True, width: int | None = None
+) -> str:
     """The text ``emit`` prints (without a trailing newline for table output); ``count``:
-    the table ends with its number of rows."""
+    the table ends with its number of rows. ``width``: a table wider than this many
+    columns has its widest text columns cut to fit (:func:`fit`), and says so."""
     fmt = fmt.lower()
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -125,6 +131,9 @@ def render(rows: list[dict[str, Any]], fmt: str = "table", count: bool = True) -
         max(display_width(c), *(display_width(t[i]) for t in text)) for i, c in enumerate(cols)
     ]
     numeric = [all(_is_number(r.get(c)) for r in rows) for c in cols]
+    cut = width is not None and fit(widths, cols, numeric, width)
+    if cut:
+        text = [[_cut(v, w) for v, w in zip(t, widths)] for t in text]
 
     def line(vals: list[str]) -> str:
         parts = [_pad(v, w, right=num) for v, w, num in zip(vals, widths, numeric)]
@@ -134,12 +143,53 @@ def render(rows: list[dict[str, Any]], fmt: str = "table", count: bool = True) -
     out.extend(line(t) for t in text)
     if count:
         out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    if cut:
+        out.append(CUT_NOTE)
     return "\n".join(out)
 
 
+#: what a table cut to the terminal's width ends with
+CUT_NOTE = "(cut to fit: --format json gives whole values)"
+#: the fewest columns a cut text column keeps (its header's width when wider)
+MIN_CUT_WIDTH = 8
+
+
+def fit(widths: list[int], cols: list[str], numeric: list[bool], width: int) -> bool:
+    """Narrow the widest text columns (in place) until the table's lines fit ``width``
+    columns, keeping the first column (what a row is named by: a log, a field, a query),
+    headers and numbers whole; whether any was narrowed."""
+    room = width - 2 * (len(widths) - 1)
+    floor = [
+        w if num or i == 0 else min(w, max(display_width(c), MIN_CUT_WIDTH))
+        for i, (w, c, num) in enumerate(zip(widths, cols, numeric))
+    ]
+    cut = False
+    while sum(widths) > room:
+        i = max(range(len(widths)), key=lambda k: widths[k] - floor[k])
+        if widths[i] <= floor[i]:
+            break  # as narrow as it goes: the terminal wraps the rest
+        widths[i] -= 1
+        cut = True
+    return cut
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` display columns, ending in ``…`` when cut."""
+    if display_width(text) <= width:
+        return text
+    out, used = [], 0
+    for ch in text:
+        w = _char_width(ch)
+        if used + w > width - 1:
+            break
+        out.append(ch)
+        used += w
+    return "".join(out) + "…"
+
+
 def emit(rows: list[dict[str, Any]], fmt: str = "table") -> None:
-    """Print ``rows`` in ``fmt`` on stdout."""
-    text = render(rows, fmt)
+    """Print ``rows`` in ``fmt`` on stdout; a table on a terminal fits its width."""
+    text = render(rows, fmt, width=terminal_width())
     if text:
         click.echo(text)
 
@@ -152,18 +202,31 @@ def emit_record(record: dict[str, Any], fmt: str = "table", table: str | None = 
     elif table is not None:
         click.echo(table)
     else:  # a record's fields, not rows: no count under them
-        click.echo(render([{"key": k, "value": v} for k, v in record.items()], fmt, count=False))
+        pairs = [{"key": k, "value": v} for k, v in record.items()]
+        click.echo(render(pairs, fmt, count=False, width=terminal_width()))
+
+
+def terminal_width() -> int | None:
+    """The width of the terminal stdout is, or None when it is not one (a pipe or a file
+    gets every value whole; ``$COLUMNS`` wins, as in ``shutil.get_terminal_size``)."""
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    return shutil.get_terminal_size((120, 24)).columns
 
 
 def display_width(text: str) -> int:
     """The columns ``text`` takes in a terminal: wide and full-width characters (CJK,
     East Asian width W or F) take two, combining marks none, the others one."""
-    width = 0
-    for ch in text:
-        if unicodedata.combining(ch):
-            continue
-        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-    return width
+    return sum(_char_width(ch) for ch in text)
+
+
+def _char_width(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
 def _pad(text: str, width: int, *, right: bool = False) -> str:
