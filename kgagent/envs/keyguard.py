@@ -2,9 +2,9 @@
 
 Why: a real desktop is not a sandbox. An exploring agent presses keys at random,
 and a few combinations close the program it is learning (``alt+f4``, ``ctrl+q``,
-``ctrl+w``, ``ctrl+f4``; ``ctrl+c``, which interrupts the program running in a
-terminal such as xterm and which some X programs, xcalc among them, take as their
-quit key), end the session or switch away from it (anything with ``ctrl+alt``: ``ctrl+alt+backspace`` kills the X
+``ctrl+w``, ``ctrl+f4``, each with any other keys held too; ``ctrl+c``, alone or
+with other keys, which interrupts the program running in a terminal such as xterm
+and which some X programs, xcalc among them, take as their quit key even with shift), end the session or switch away from it (anything with ``ctrl+alt``: ``ctrl+alt+backspace`` kills the X
 server, ``ctrl+alt+f1`` switches the console), open the desktop's own menus (the
 super/Windows key) or suspend the machine (``sleep``). They are refused before
 anything is sent; the window manager's close button needs no rule here because it
@@ -56,9 +56,14 @@ def closing_reason(keys: Iterable[str]) -> str | None:
         return "alt+f4 closes the window"
     if "ctrl" in ks and ks & {"q", "w", "f4"}:
         return "ctrl+q, ctrl+w and ctrl+f4 quit the program or close its window"
-    if ks == {"ctrl", "c"}:
-        # worded for any target: the refusal is printed about the program being learned
-        return "ctrl+c interrupts the program running in a terminal, and some programs quit on it"
+    if {"ctrl", "c"} <= ks:
+        # with other keys too: X toolkit programs bind "Ctrl<Key>c" whatever else is
+        # held (xcalc quits on ctrl+shift+c), and ctrl+a+c delivers ctrl+c. Worded for
+        # any target: the refusal is printed about the program being learned.
+        return (
+            "ctrl+c, alone or with other keys, interrupts the program running in a terminal, "
+            "and some programs quit on it"
+        )
     return None
 
 
