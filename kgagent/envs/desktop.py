@@ -51,9 +51,11 @@ from kgagent.config import DesktopConfig
 from kgagent.envs.base import Env, GroundTruth
 from kgagent.envs.desktop_options import DesktopOptions
 from kgagent.envs.desktop_words import end_notes, target_line
+from kgagent.envs.grabs import GrabWatch
 from kgagent.envs.keyguard import key_refusal
 from kgagent.envs.landing import cover_refusal, focus_back, region_key_refusal
 from kgagent.envs.launch import PrivateX, Program, choose_display, default_program_log
+from kgagent.envs.owner import Owner, TargetHidden, check_owner, owner_change, target_gone
 from kgagent.envs.points import on_screen, point_refusal, visible_part
 from kgagent.envs.rest import rest_pointer
 from kgagent.envs.settle import Settler
@@ -93,6 +95,8 @@ class DesktopEnv(Env):
         self._wid: int | None = None
         self._title = ""
         self._target_pid: int | None = None
+        self._owner: Owner | None = None  # the bound process (:mod:`kgagent.envs.owner`)
+        self._grabs = GrabWatch()  # another program's grab (:mod:`kgagent.envs.grabs`)
         self._region: Box | None = None
         self._face: Box | None = None  # the last window of its own program seen over it
         self._events: list[str] = []  # what it did on its own since the runner last asked
@@ -171,18 +175,16 @@ class DesktopEnv(Env):
 
     def _bind(self, win: Window) -> None:
         self._wid, self._title, self._target_pid = win.wid, win.title, win.pid
+        self._owner = Owner.of(win.pid)
 
     def _geometry(self) -> Box:
         """The target's current screen box; raises if the window has gone."""
         if self._wid is None:
             return self._region or (0, 0, *self._screen_size)
         x = self._xw()
-        box = x.box(self._wid)
-        if box is None:
-            raise EnvironmentError_(
-                f"the target window {self._title or self.config.window!r} (id {self._wid:#x}) "
-                "was closed or is hidden"
-            )
+        box, why = x.box(self._wid), owner_change(x, self._wid, self._owner)
+        if box is None or why:  # gone, hidden, or its id another program's now
+            raise target_gone(x, self._wid, self._title or self.config.window or "", why)
         face = x.face(self._wid, box)
         if face is not None:
             if face != self._face:
@@ -211,8 +213,7 @@ class DesktopEnv(Env):
             what = f"window {self._title!r} (id {self._wid:#x}{pid})"
         else:
             what = "region" if self._region is not None else "screen"
-        whole = self._wid is None and self._region is None
-        return target_line(what, self._box, self._screen_size, whole)
+        return target_line(what, self._box, self._screen_size, self._wid is None, what == "region")
 
     @property
     def program(self) -> Program | None:
@@ -415,8 +416,10 @@ class DesktopEnv(Env):
         try:
             self._box = self._geometry()
             return None
-        except EnvironmentError_:
+        except EnvironmentError_ as e:
             if self._program is None:
+                if isinstance(e, TargetHidden):
+                    raise  # not closed: the window is there, hidden (an error, as before)
                 self._gone = f"{self._title or self.config.window!r} (id {self._wid or 0:#x})"
                 w, h = size
                 return np.zeros((h, w, 3), np.uint8), 0.0, True, False, {"alive": False}
@@ -554,6 +557,8 @@ class DesktopEnv(Env):
         its centre, or they are refused); a pointer action is refused where another
         program's window covers its point by now."""
         why = None
+        self._grabs.check(x, a.kind, self._wid, self._ours)
+        check_owner(x, self._wid, self._owner, self._title)
         if a.kind in KEY_KINDS and self._wid is not None:
             x.focus(self._wid)
         elif a.kind in KEY_KINDS and self._region is not None:

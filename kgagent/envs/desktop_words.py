@@ -10,10 +10,13 @@ from __future__ import annotations
 from kgagent.envs.points import Box, visible_part
 
 
-def target_line(what: str, box: Box, screen: tuple[int, int], whole_screen: bool) -> str:
+def target_line(
+    what: str, box: Box, screen: tuple[int, int], whole_screen: bool, region: bool = False
+) -> str:
     """``what`` the agent acts on (its kind and name) with its ``box`` on the ``screen``,
     and what the user must know of it: which part of a target reaching past the screen's
-    edge is used, and, for the ``whole_screen``, that every window on it is captured."""
+    edge is used, and, for the ``whole_screen`` or a ``region``, that every window in it
+    is captured and read and gets the agent's input, whatever program it belongs to."""
     x, y, w, h = box
     line = f"{what} {w}x{h}+{x}+{y}"
     sw, sh = screen
@@ -25,6 +28,12 @@ def target_line(what: str, box: Box, screen: tuple[int, int], whole_screen: bool
         return (
             f"{line}; it reaches past the edge of the {sw}x{sh} screen: the agent sees and "
             f"acts on its {vw}x{vh}+{vx}+{vy} part on the screen"
+        )
+    if region:
+        return (
+            f"{line}; every window in the region, of any program, is captured and read and "
+            "gets the agent's input, and what it reads there (crops, text) is kept in its "
+            "memory: --window or --launch narrows it to one program"
         )
     if whole_screen:
         return (

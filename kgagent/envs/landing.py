@@ -12,6 +12,9 @@ inside its target, so before an input it asks X where the input would go:
   cannot be put there (no window at the centre, a window manager that refuses),
   since it would reach the focused window, wherever that is (the terminal that
   started the agent, say);
+* any input: no other program may hold the pointer or the keyboard with an active grab
+  (:mod:`kgagent.envs.grabs`), and a bound window must still be its process's
+  (:mod:`kgagent.envs.owner`: X reuses a dead program's window ids);
 * at the end of a run, the focus goes back to the window that held it when the run
   began (:func:`focus_back`), unless the user has given it to another window since.
 

@@ -329,12 +329,15 @@ class XWindows:
         """The window of another program that takes the pointer at screen point (x, y)
         where window ``wid`` (top-level ``top``, :meth:`top_of`) lies; None when ``wid``
         takes it, or a window of its own program does (one X connection, or one that
-        ``ours`` accepts), or no program window (an overlay)."""
+        ``ours`` accepts). A window with no title, class or ``WM_STATE`` (an overlay) is
+        another program's unless it is shown to be the target's: X gives it the click."""
         hit = self.top_at(x, y)
         if not hit or hit == top:
             return None
-        win = self.program_window(hit)
-        if win is None or win.wid == wid or self.same_client(win.wid, wid) or ours(win):
+        if self.same_client(hit, wid):
+            return None
+        win = self.program_window(hit) or self._anonymous(hit)
+        if win.wid == wid or self.same_client(win.wid, wid) or ours(win):
             return None
         return win
 
@@ -486,24 +489,60 @@ class XWindows:
         return name or ""
 
     def _pid(self, w: Any) -> int | None:
+        """The PID of the window's program: the server's answer (X-Resource) when it has
+        the extension, since ``_NET_WM_PID`` is set by the client and any client can
+        claim another's PID with it; the property only on a server without it."""
+        if self._xres:
+            return self.client_pid(int(w.id))
         from Xlib import X
 
         prop = w.get_full_property(self._net_wm_pid, X.AnyPropertyType)
         if prop is not None and len(prop.value):
             return int(prop.value[0])
-        if self._xres:  # the X-Resource extension knows the client's PID (Tk sets no property)
-            from Xlib.ext import res
-
-            try:
-                reply = self.conn.res_query_client_ids(
-                    [{"client": w.id, "mask": res.LocalClientPIDMask}]
-                )
-                for cid in reply.ids:
-                    if len(cid.value):
-                        return int(cid.value[0])
-            except Exception:  # noqa: BLE001 - a remote client has no local PID
-                return None
         return None
+
+    def client_pid(self, wid: int) -> int | None:
+        """The PID of the X client that made window ``wid``, by the X-Resource extension;
+        None without it, for a remote client (no local PID) or a window that is gone."""
+        if not self._xres:
+            return None
+        from Xlib.ext import res
+
+        try:
+            reply = self.conn.res_query_client_ids(
+                [{"client": int(wid), "mask": res.LocalClientPIDMask}]
+            )
+            for cid in reply.ids:
+                if len(cid.value):
+                    return int(cid.value[0])
+        except Exception:  # noqa: BLE001 - BadValue: no such client any more
+            return None
+        return None
+
+    def exists(self, wid: int) -> bool:
+        """Whether window ``wid`` exists (mapped or not)."""
+        try:
+            self.conn.create_resource_object("window", wid).get_attributes()
+        except Exception:  # noqa: BLE001 - BadWindow: it was destroyed
+            return False
+        return True
+
+    def own_popup(self, top: Any, wid: int, ours: Callable[[Window], bool]) -> bool:
+        """Whether top-level window ``top`` is an override-redirect window (a menu, a
+        tooltip) of window ``wid``'s program: its X connection, or a PID ``ours`` accepts."""
+        try:
+            if not top.get_attributes().override_redirect:
+                return False
+        except Exception:  # noqa: BLE001 - the window went away meanwhile
+            return False
+        if self.same_client(int(top.id), wid):
+            return True
+        return ours(self._anonymous(int(top.id)))
+
+    def _anonymous(self, top: int) -> Window:
+        """A top-level window with no program window in it (no title, class or
+        ``WM_STATE``), described by what the server knows: its box and client's PID."""
+        return Window(top, "", ("", ""), self.client_pid(top), self.box(top) or (0, 0, 0, 0))
 
     def _describe(self, client: Any) -> Window | None:
         from Xlib import X

@@ -359,7 +359,7 @@ def test_region_target(xvfb: str) -> None:
 
     env = DesktopEnv(DesktopConfig(region=(10, 20, 300, 200), settle_timeout_s=0.3))
     assert env.observe().shape == (200, 300, 3)
-    assert env.describe_target() == "region 300x200+10+20"
+    assert env.describe_target().startswith("region 300x200+10+20; every window in the region")
     with pytest.raises(ActionRefused):
         env.step(Action("click", x=300, y=5))
 

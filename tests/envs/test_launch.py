@@ -666,6 +666,12 @@ class _Unmapped:
     def windows(self) -> list:
         return self.own
 
+    def client_pid(self, wid: int) -> None:  # the server cannot tell (no X-Resource)
+        return None
+
+    def exists(self, wid: int) -> bool:
+        return False
+
 
 class _Running:
     running = True
@@ -680,7 +686,7 @@ def _starting(x: _Unmapped, timeout_s: float):  # noqa: ANN202
     env = object.__new__(DesktopEnv)
     env.config, env.opts = FAST, DesktopOptions(launch_timeout_s=timeout_s)
     env._x, env._program, env._region = x, _Running(), None
-    env._wid, env._title = 0x600002, "pygame window"
+    env._wid, env._title, env._owner = 0x600002, "pygame window", None
     return env
 
 
