@@ -477,6 +477,12 @@ class DesktopConfig(Section):
         "ours",
         "send keys that close windows or log out (alt+f4, ctrl+q, ctrl+c, ctrl+alt+…)",
     )
+    refuse_grabbed_input: bool = param(
+        True,
+        "ours",
+        "send nothing while another program holds the pointer or keyboard with an active "
+        "grab (it would get the input); false for a target that grabs its own pointer",
+    )
 
 
 #: gymnasium.make's keywords that the ``gym:ID`` adapter sets itself

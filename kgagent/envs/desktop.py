@@ -175,7 +175,7 @@ class DesktopEnv(Env):
 
     def _bind(self, win: Window) -> None:
         self._wid, self._title, self._target_pid = win.wid, win.title, win.pid
-        self._owner = Owner.of(win.pid)
+        self._owner, self._grabs = Owner.of(win.pid), GrabWatch()  # a new streak
 
     def _geometry(self) -> Box:
         """The target's current screen box; raises if the window has gone."""
@@ -557,7 +557,8 @@ class DesktopEnv(Env):
         its centre, or they are refused); a pointer action is refused where another
         program's window covers its point by now."""
         why = None
-        self._grabs.check(x, a.kind, self._wid, self._ours)
+        if self.config.refuse_grabbed_input:
+            self._grabs.check(x, a, self._wid, self._ours, self._box)
         check_owner(x, self._wid, self._owner, self._title)
         if a.kind in KEY_KINDS and self._wid is not None:
             x.focus(self._wid)

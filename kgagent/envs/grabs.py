@@ -10,17 +10,24 @@ between: :mod:`kgagent.envs.landing`), the env grabs the device the input uses, 
 releases it at once when that succeeds.
 
 The attempt is made on the window the device is on already, the deepest window under
-the pointer for a pointer grab, the focus window for a keyboard grab: X sends the
-enter, leave and focus events of a grab (``NotifyGrab``) only when the grab window
-differs from it, so the target sees nothing of the check. With no event mask and
-``owner_events`` false, no event of the short grab reaches any client.
+the pointer for a pointer grab, the focus window for a keyboard grab. The pointer's
+check sends no event to any client (no crossing: the grab window holds the pointer).
+The keyboard's does: X sends the focused window a ``FocusOut``/``FocusIn`` pair marked
+as a grab's (modes ``NotifyGrab``, ``NotifyUngrab``) before each key input. SDL2
+programs ignore such pairs; Tk and GTK programs see the focus go and come back, and one
+that acts on every focus change (validation on focus-out) acts (docs/games.md).
 
 A grab held by the target's own program (its open menu: Tk and GTK menus grab both
 devices) is told apart by its window: a menu is an override-redirect window of the
 program's X connection, mapped above every other window. The input goes on when the
-topmost window on the screen is such a window of the target's program; any other grab
-refuses the input, and a grab that lasts (``STREAK`` refusals in a row over at least
-``HOLD_S`` seconds) ends the run.
+topmost window on the screen is such a window of the target's program and holds the
+input's point (for a key: the pointer), so that a tooltip of the target's shown while
+another program holds a grab does not open the way; an input elsewhere is refused then,
+without counting towards the run's end. Any other grab refuses the input,
+and a grab that lasts (``STREAK`` refusals in a row over at least ``HOLD_S`` seconds)
+ends the run. A program that grabs its own pointer outside a menu (a game in relative
+mouse mode, DOSBox) cannot be told from another program's grab: the error says to set
+``desktop.refuse_grabbed_input=false`` for it.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kgagent.actions import Action
 from kgagent.envs.xwindows import Window, XWindows
 from kgagent.errors import ActionRefused, EnvironmentError_
 
@@ -81,6 +89,11 @@ def held_device(conn: Any, root: Any, keys: bool) -> str | None:
     return None
 
 
+def _inside(point: tuple[int, int], box: tuple[int, int, int, int]) -> bool:
+    x, y, w, h = box
+    return x <= point[0] < x + w and y <= point[1] < y + h
+
+
 def topmost(root: Any) -> Any | None:
     """The topmost mapped child of the root (a frame, or an override-redirect window)."""
     from Xlib import X
@@ -104,20 +117,39 @@ class GrabWatch:
         self.since = 0.0  # time.monotonic() of the first refusal in a row
 
     def check(
-        self, x: XWindows, kind: str, wid: int | None, ours: Callable[[Window], bool]
+        self,
+        x: XWindows,
+        action: Action,
+        wid: int | None,
+        ours: Callable[[Window], bool],
+        origin: tuple[int, ...],
     ) -> None:
         """Raise :class:`ActionRefused` (or, the ``streak``-th time in a row,
-        :class:`EnvironmentError_`) when another client holds the device an input of
-        ``kind`` uses, unless the topmost window is a menu of bound window ``wid``'s
-        program (:meth:`XWindows.own_popup`; ``ours`` accepts its windows by PID)."""
+        :class:`EnvironmentError_`) when another client holds the device ``action``
+        uses, unless the topmost window is a menu of bound window ``wid``'s program
+        (:meth:`XWindows.own_popup`; ``ours`` accepts its windows by PID) that holds
+        every point of the action (target-relative, from ``origin``; a key: the pointer)."""
+        kind = action.kind
+        points = [(origin[0] + px, origin[1] + py) for px, py in action.points()]
         device = held_device(x.conn, x.root, kind in KEY_KINDS)
         if device is None:
             self.refused = 0
             return
         top = topmost(x.root)
         if wid is not None and top is not None and x.own_popup(top, wid, ours):
-            self.refused = 0
-            return
+            box = x.box(int(top.id))
+            if not points:
+                ptr = x.root.query_pointer()
+                points = [(int(ptr.root_x), int(ptr.root_y))]
+            if box is not None and all(_inside(p, box) for p in points):
+                self.refused = 0
+                return
+            # most likely the menu's own grab: refused, but no step towards the run's end
+            raise ActionRefused(
+                f"{kind}: a menu of the target is open and a grab holds the {device}; only "
+                "inputs on the menu are sent (the grab may be another program's); nothing "
+                "was executed"
+            )
         now = time.monotonic()
         self.since = now if self.refused == 0 else self.since
         self.refused += 1
@@ -126,7 +158,8 @@ class GrabWatch:
                 f"another program has held the {device} with an active grab for "
                 f"{self.refused} inputs in a row over {now - self.since:.0f} s (a screen "
                 "locker, a password prompt, an open menu): the agent stopped, since every "
-                "input would go to it"
+                "input would go to it (a target that grabs its own pointer, such as a game "
+                "in relative mouse mode: desktop.refuse_grabbed_input=false)"
             )
         raise ActionRefused(
             f"{kind}: another program holds the {device} (an active grab: a screen locker, "

@@ -164,6 +164,10 @@ class XWindows:
         self._net_wm_pid = atom("_NET_WM_PID")
         self._wm_state = atom("WM_STATE")
         self._xres = self.conn.has_extension("X-Resource")
+        # Its PIDs are the server's: trusted only where the server names this process by
+        # this process's own PID (a local server in the same PID namespace; not over
+        # ssh -X, where every client is the ssh process, nor from a container)
+        self._xres = self._xres and self.client_pid(self._own_xid()) == os.getpid()
         from Xlib import X
 
         s = self.conn.screen()
@@ -518,6 +522,10 @@ class XWindows:
         except Exception:  # noqa: BLE001 - BadValue: no such client any more
             return None
         return None
+
+    def _own_xid(self) -> int:
+        """An id of this connection's range (X-Resource finds a client by any of its ids)."""
+        return int(self.conn.display.info.resource_id_base)
 
     def exists(self, wid: int) -> bool:
         """Whether window ``wid`` exists (mapped or not)."""

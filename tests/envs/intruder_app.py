@@ -10,7 +10,7 @@ Usage: python intruder_app.py MODE COUNTS.json GEOMETRY [ARG]; GEOMETRY is WxH+X
 * ``impostor``: waits for window ARG (hex id) to be destroyed, then makes a window with
   that very id (X hands a dead client's id range to the next client), titled "kgimpostor";
 * ``menu``: a titled main window ("kgmenuapp") and an override-redirect popup of its own
-  (at +900+500) that grabs the pointer and the keyboard, as an open menu does;
+  (over its main window, 20 px in and 50 down) that grabs the pointer and the keyboard, as an open menu does;
 * ``hider`` / ``closer``: a titled window ("kghider", "kgcloser") that unmaps itself
   (hides) or is destroyed (closes) at its first click.
 """
@@ -81,8 +81,8 @@ win.map()
 grabber = win
 if mode == "menu":
     grabber = s.root.create_window(
-        900,
-        500,
+        int(x_) + 20,  # over its main window's top left, as a drop-down menu opens
+        int(y_) + 50,
         120,
         80,
         0,

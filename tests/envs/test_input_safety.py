@@ -6,6 +6,7 @@ target hidden by an input (on Xvfb, with bare python-xlib clients, ``intruder_ap
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -153,15 +154,22 @@ def test_the_grab_check_moves_neither_the_focus_nor_the_pointer(xvfb) -> None:
             d.close()
 
 
-def test_a_grab_of_the_targets_own_menu_lets_its_input_through(procs, tmp_path, xvfb) -> None:
+def test_a_grab_of_the_targets_own_menu_lets_its_input_on_it_through(procs, tmp_path, xvfb) -> None:
+    from kgagent.envs.grabs import STREAK
+
     _proc, menu = _intruder(procs, tmp_path, "menu", "300x200+500+100")
     assert wait_until(lambda: _ready(menu, grab=True)), "no menu"
     env = _env("kgmenuapp")
     try:
         env.reset()
-        env.step(Action("click", x=40, y=40))  # X gives it to the menu, which grabbed it
-        env.step(Action("key", key="escape"))
-        assert wait_until(lambda: _counts(menu)["clicks"] == 1 and _counts(menu)["keys"] == 1)
+        # outside the menu: refused (the grab may be another program's), and not counted
+        for _ in range(STREAK + 1):
+            with pytest.raises(ActionRefused, match="a menu of the target is open"):
+                env.step(Action("click", x=250, y=40))
+        assert _counts(menu)["clicks"] == 0
+        mx, my = 20 + 30, 50 + 30  # on the menu (over the window's top left)
+        env.step(Action("click", x=mx, y=my))
+        assert wait_until(lambda: _counts(menu)["clicks"] == 1)
     finally:
         env.close()
 
@@ -257,3 +265,42 @@ def test_a_target_hidden_by_an_input_is_an_error_and_one_closed_ends_the_episode
         assert terminated and any("closed while" in n for n in env.notes())
     finally:
         env.close()
+
+
+def test_with_the_check_off_input_goes_where_x_sends_it(procs, tmp_path, xvfb) -> None:
+    """``desktop.refuse_grabbed_input=false``, for a target that grabs its own pointer (a
+    game in relative mouse mode): nothing is refused, and X gives the input to the grab."""
+    from kgagent.envs.desktop import DesktopEnv
+
+    _proc, counts, title = _target(procs, tmp_path, xvfb)
+    env = DesktopEnv(DesktopConfig(window=title, settle_timeout_s=0.5, refuse_grabbed_input=False))
+    try:
+        env.reset()
+        _grabber, grabbed = _intruder(procs, tmp_path, "grab", "200x100+800+500")
+        assert wait_until(lambda: _ready(grabbed, grab=True)), "no grab"
+        env.step(A)
+        assert wait_until(lambda: _counts(grabbed)["clicks"] == 1)
+    finally:
+        env.close()
+
+
+def test_the_servers_pids_are_trusted_only_where_it_names_this_process_by_its_pid(
+    xvfb, monkeypatch
+) -> None:
+    """Over ssh -X every client is the ssh process, and a container sees other PIDs
+    than the server: there X-Resource's PIDs would name the wrong processes."""
+    from kgagent.envs import xwindows
+    from kgagent.envs.xwindows import XWindows
+
+    x = XWindows(xvfb)
+    try:
+        assert x._xres and x.client_pid(x._own_xid()) == os.getpid()
+    finally:
+        x.close()
+    real = os.getpid()
+    monkeypatch.setattr(xwindows.os, "getpid", lambda: real + 1)  # another namespace
+    x = XWindows(xvfb)
+    try:
+        assert not x._xres and x.client_pid(x._own_xid()) is None
+    finally:
+        x.close()
